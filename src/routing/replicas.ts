@@ -1,0 +1,95 @@
+/**
+ * The live replica table: which replicas each workload has in each location, where they listen,
+ * whether they are ready, and how many requests each has outstanding. It is runtime state, not
+ * configuration: sources (`svcproxy up`'s supervisor, the `deployment` records of the config) each
+ * replace their own list, probes flip `ready`, the forwarder counts `outstanding`. Readers get the
+ * merged per-workload, per-location view, rebuilt only when a source changes its list.
+ */
+import { EventEmitter } from 'node:events';
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface Replica {
+  /** Workload key `gvc/name`. */
+  readonly workload: string;
+  readonly location: string;
+  /** `W-N` for replicas that `up` starts; the deployment record's name otherwise. */
+  readonly name: string;
+  /** N in replica-direct host names: position in its location. */
+  readonly index: number;
+  /** Declared container port number → where the replica really listens for it. */
+  readonly ports: ReadonlyMap<number, HostPort>;
+  /** The replica's own sidecar; absent: the ingress applies the sidecar pipeline in-process. */
+  readonly sidecar?: HostPort;
+  /** Set by readiness probes. */
+  ready: boolean;
+  /** Requests in flight to this replica (least-outstanding choice). */
+  outstanding: number;
+  /** Outlier ejection: not chosen before this clock time (ms). */
+  ejectedUntil: number;
+}
+
+const EMPTY: readonly Replica[] = Object.freeze([]);
+
+export class ReplicaRegistry extends EventEmitter {
+  private readonly sources = new Map<string, readonly Replica[]>();
+  private index = new Map<string, Map<string, Replica[]>>();
+
+  /** Replace every replica that `source` contributes. */
+  replace(source: string, replicas: readonly Replica[]): void {
+    if (replicas.length === 0) this.sources.delete(source);
+    else this.sources.set(source, replicas);
+    this.rebuild();
+    this.emit('change');
+  }
+
+  /** Replicas of a workload in one location, in index order. */
+  list(workload: string, location: string): readonly Replica[] {
+    return this.index.get(workload)?.get(location) ?? EMPTY;
+  }
+
+  /** Every location that has at least one replica of the workload. */
+  locations(workload: string): readonly string[] {
+    const byLocation = this.index.get(workload);
+    return byLocation ? [...byLocation.keys()] : [];
+  }
+
+  /** Every replica of every workload (for probes and metrics). */
+  all(): Replica[] {
+    const out: Replica[] = [];
+    for (const list of this.sources.values()) out.push(...list);
+    return out;
+  }
+
+  hasReady(workload: string, location: string): boolean {
+    for (const r of this.list(workload, location)) if (r.ready) return true;
+    return false;
+  }
+
+  /** Called by probes; emits `ready` with the replica when its readiness changes. */
+  setReady(replica: Replica, ready: boolean): void {
+    if (replica.ready === ready) return;
+    replica.ready = ready;
+    this.emit('ready', replica);
+  }
+
+  private rebuild(): void {
+    const index = new Map<string, Map<string, Replica[]>>();
+    for (const list of this.sources.values()) {
+      for (const replica of list) {
+        let byLocation = index.get(replica.workload);
+        if (!byLocation) index.set(replica.workload, (byLocation = new Map()));
+        let replicas = byLocation.get(replica.location);
+        if (!replicas) byLocation.set(replica.location, (replicas = []));
+        replicas.push(replica);
+      }
+    }
+    for (const byLocation of index.values()) {
+      for (const replicas of byLocation.values()) replicas.sort((a, b) => a.index - b.index);
+    }
+    this.index = index;
+  }
+}
