@@ -1,0 +1,79 @@
+/**
+ * Prometheus metrics of one process (prom-client, its own registry so tests can run several data
+ * planes in one process). Counters are named `svcproxy_<component>_<outcome>`. Request counting uses
+ * cached label children so the hot path does no label hashing.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'workload' | 'location' | 'status_class'>;
+  readonly upstreamLatency: Histogram<'workload'>;
+  readonly openConnections: Gauge;
+  readonly configReloads: Counter<'result'>;
+  readonly replicasReady: Gauge<'workload' | 'location'>;
+  private readonly requestChildren = new Map<string, { inc(): void }[]>();
+  private readonly latencyChildren = new Map<string, { observe(value: number): void }>();
+
+  constructor(opts: { defaultMetrics?: boolean; connections?: () => number } = {}) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'svcproxy_requests_total',
+      help: 'Requests answered, by workload, location and status class',
+      labelNames: ['workload', 'location', 'status_class'],
+      registers,
+    });
+    this.upstreamLatency = new Histogram({
+      name: 'svcproxy_upstream_latency_seconds',
+      help: 'Time from sending a request upstream to its response headers',
+      labelNames: ['workload'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    const connections = opts.connections;
+    this.openConnections = new Gauge({
+      name: 'svcproxy_open_connections',
+      help: 'Downstream connections open on every listener',
+      registers,
+      collect() {
+        if (connections) this.set(connections());
+      },
+    });
+    this.configReloads = new Counter({
+      name: 'svcproxy_config_reloads_total',
+      help: 'Configuration reloads by result (ok, rejected)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.replicasReady = new Gauge({
+      name: 'svcproxy_replicas_ready',
+      help: 'Ready replicas per workload and location',
+      labelNames: ['workload', 'location'],
+      registers,
+    });
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'svcproxy_process_' });
+  }
+
+  countRequest(workload: string, location: string, status: number, upstreamSeconds: number | undefined): void {
+    const key = `${workload}\u0000${location}`;
+    let children = this.requestChildren.get(key);
+    if (!children) {
+      children = STATUS_CLASSES.map((c) => this.requests.labels(workload, location, c));
+      this.requestChildren.set(key, children);
+    }
+    const cls = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
+    children[cls]!.inc();
+    if (upstreamSeconds !== undefined && workload) {
+      let h = this.latencyChildren.get(workload);
+      if (!h) this.latencyChildren.set(workload, (h = this.upstreamLatency.labels(workload)));
+      h.observe(upstreamSeconds);
+    }
+  }
+
+  /** Set a gauge of this registry by name (filters and roles register their own metrics too). */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

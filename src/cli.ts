@@ -1,0 +1,257 @@
+/**
+ * The command-line entry (DESIGN §3): parses flags (each also an environment variable
+ * `SVCPROXY_<NAME>`), then runs one role: `up`, `ingress`, `sidecar`, `ratelimit`, `validate` or
+ * `endpoints`. Usage errors exit 2, invalid configuration exits 1 with every error on stderr as
+ * `kind/name: json.path: what is wrong`, and a role stopped by SIGINT/SIGTERM drains and exits 0.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import YAML from 'yaml';
+import type { Logger } from 'pino';
+import { defaultSettings, loadSnapshot, ConfigError } from './config/index.js';
+import type { Settings, Snapshot } from './config/model.js';
+import { createLogger } from './log.js';
+import { listEndpoints, formatEndpointsText } from './routing/index.js';
+import { Runtime, type RuntimeOptions } from './roles/runtime.js';
+import { runUp } from './roles/up.js';
+import { formatHostPort } from './roles/address.js';
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c', multiple: true },
+  listen: { type: 'string', multiple: true },
+  'listen-tls': { type: 'string', multiple: true },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  mesh: { type: 'string', multiple: true },
+  admin: { type: 'string' },
+  location: { type: 'string' },
+  app: { type: 'string' },
+  org: { type: 'string' },
+  gvc: { type: 'string' },
+  workload: { type: 'string' },
+  replica: { type: 'string' },
+  redis: { type: 'string' },
+  'app-domain': { type: 'string' },
+  'direct-domain': { type: 'string' },
+  'internal-domain': { type: 'string' },
+  vendor: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  'log-level': { type: 'string' },
+  verbose: { type: 'boolean', short: 'v' },
+  debug: { type: 'boolean', short: 'd' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
+type Flags = {
+  [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K] extends { type: 'boolean' } ? boolean : string;
+};
+
+const USAGE = `svcproxy — the platform's data plane
+
+Usage:
+  svcproxy up        [--config PATH]... [--listen HOST:PORT] [--admin HOST:PORT] [--mesh HOST:PORT]
+                     local data plane; the built-in demo when no --config
+  svcproxy ingress   --config PATH... --location NAME [--listen HOST:PORT]... [--admin HOST:PORT]
+  svcproxy sidecar   --config PATH... --app HOST:PORT [--gvc G --workload W --location L --replica R]
+                     (identity defaults from SVC_ORG, SVC_GVC, SVC_WORKLOAD, SVC_LOCATION)
+  svcproxy ratelimit --config RULES.yaml [--redis URL] [--listen HOST:PORT]
+  svcproxy validate  --config PATH...            exit 0, or 1 with every error
+  svcproxy endpoints --config PATH... [-o text|json|yaml]
+
+Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DOMAIN):
+  --config, -c PATH       YAML/JSON file or folder of records (repeatable)
+  --listen HOST:PORT      HTTP/1.1 + h2c listener (repeatable; default 127.0.0.1:8080)
+  --listen-tls HOST:PORT  TLS listener, HTTP/1.1 and h2 by ALPN (needs --tls-cert, --tls-key)
+  --mesh HOST:PORT        mesh listener for internal host names (up default 127.0.0.1:15001)
+  --admin HOST:PORT       /healthz /ready /metrics /config (default 127.0.0.1:9901)
+  --app-domain D          default app.localhost
+  --direct-domain D       default direct.localhost
+  --internal-domain D     default internal.localhost
+  --vendor NAME           tag/header/env prefix (default svc: svc/…, x-svc-…, SVC_…)
+  --output, -o FORMAT     text | json | yaml
+  --verbose, -v           debug logs     --debug, -d   trace logs
+  --help, -h
+`;
+
+function envName(flag: string): string {
+  return `SVCPROXY_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** Flags given on the command line win; `SVCPROXY_<NAME>` fills the rest (lists split on commas). */
+export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): { command: string | undefined; flags: Flags; positionals: string[] } {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const flags = values as Flags;
+  for (const [name, spec] of Object.entries(OPTIONS)) {
+    const key = name as keyof Flags;
+    if (flags[key] !== undefined) continue;
+    const fromEnv = env[envName(name)];
+    if (fromEnv === undefined || fromEnv === '') continue;
+    if (spec.type === 'boolean') (flags as Record<string, unknown>)[key] = fromEnv === 'true' || fromEnv === '1';
+    else if ('multiple' in spec && spec.multiple) (flags as Record<string, unknown>)[key] = fromEnv.split(',').map((s) => s.trim()).filter(Boolean);
+    else (flags as Record<string, unknown>)[key] = fromEnv;
+  }
+  return { command: positionals[0], flags, positionals: positionals.slice(1) };
+}
+
+export function settingsFrom(flags: Flags): Settings {
+  return {
+    vendor: flags.vendor ?? defaultSettings.vendor,
+    appDomain: (flags['app-domain'] ?? defaultSettings.appDomain).toLowerCase(),
+    directDomain: (flags['direct-domain'] ?? defaultSettings.directDomain).toLowerCase(),
+    internalDomain: (flags['internal-domain'] ?? defaultSettings.internalDomain).toLowerCase(),
+  };
+}
+
+function loggerFrom(flags: Flags, sync = false): Logger {
+  const level = flags['log-level'] ?? (flags.debug ? 'trace' : flags.verbose ? 'debug' : 'info');
+  return createLogger({ level, sync });
+}
+
+class UsageError extends Error {}
+
+export async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseFlags>;
+  try {
+    parsed = parseFlags(argv);
+  } catch (err) {
+    process.stderr.write(`svcproxy: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { command, flags } = parsed;
+  if (flags.help || command === undefined || command === 'help') {
+    process.stdout.write(USAGE);
+    return command === undefined && !flags.help ? 2 : 0;
+  }
+  try {
+    switch (command) {
+      case 'validate':
+        return await validate(flags);
+      case 'endpoints':
+        return await endpoints(flags);
+      case 'up':
+        return await runUp(flags, settingsFrom(flags), loggerFrom(flags));
+      case 'ingress':
+        return await runRole('ingress', flags);
+      case 'sidecar':
+        return await runRole('sidecar', flags);
+      case 'ratelimit':
+        // The rate-limit service is its own capability; until it lands the command says so plainly.
+        process.stderr.write('svcproxy ratelimit: the rate-limit service is not part of this build yet\n');
+        return 2;
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const line of err.errors) process.stderr.write(`${line}\n`);
+      process.stderr.write(`svcproxy: configuration invalid (${err.errors.length} error${err.errors.length === 1 ? '' : 's'})\n`);
+      return 1;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`svcproxy: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    process.stderr.write(`svcproxy: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+function requireConfig(flags: Flags): string[] {
+  if (!flags.config || flags.config.length === 0) throw new UsageError('--config PATH is required');
+  return flags.config;
+}
+
+async function loadOrExit(flags: Flags): Promise<Snapshot> {
+  const result = await loadSnapshot(requireConfig(flags), settingsFrom(flags), 1);
+  if (!result.ok) throw new ConfigError(result.errors);
+  return result.snapshot;
+}
+
+async function validate(flags: Flags): Promise<number> {
+  const snapshot = await loadOrExit(flags);
+  for (const w of snapshot.warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(
+    `valid: ${snapshot.records.length} record${snapshot.records.length === 1 ? '' : 's'} (${snapshot.workloads.size} workload${snapshot.workloads.size === 1 ? '' : 's'}, ${snapshot.gvcs.size} gvc${snapshot.gvcs.size === 1 ? '' : 's'}, ${snapshot.domains.size} domain${snapshot.domains.size === 1 ? '' : 's'})\n`,
+  );
+  return 0;
+}
+
+async function endpoints(flags: Flags): Promise<number> {
+  const snapshot = await loadOrExit(flags);
+  const list = listEndpoints(snapshot);
+  const format = flags.output ?? 'text';
+  if (format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+  else if (format === 'yaml') process.stdout.write(YAML.stringify(list));
+  else if (format === 'text') process.stdout.write(formatEndpointsText(list));
+  else throw new UsageError(`--output must be text, json or yaml, not ${JSON.stringify(format)}`);
+  return 0;
+}
+
+/** Wait for SIGINT/SIGTERM; SIGHUP reloads. */
+export function waitForSignals(onReload: () => void): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const hup = (): void => onReload();
+    const stop = (signal: NodeJS.Signals): void => {
+      process.off('SIGHUP', hup);
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGHUP', hup);
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+export function graceMs(snapshot: Snapshot): number {
+  let seconds = 0;
+  for (const w of snapshot.workloads.values()) seconds = Math.max(seconds, w.terminationGracePeriodSeconds);
+  return (seconds || 90) * 1000;
+}
+
+async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<number> {
+  const logger = loggerFrom(flags);
+  const settings = settingsFrom(flags);
+  const prefix = `${settings.vendor.toUpperCase()}_`;
+  const env = process.env;
+  const options: RuntimeOptions = {
+    role,
+    settings,
+    configPaths: requireConfig(flags),
+    listen: flags.listen ?? (role === 'sidecar' ? ['127.0.0.1:15006'] : ['127.0.0.1:8080']),
+    ...(flags['listen-tls'] ? { listenTls: flags['listen-tls'] } : {}),
+    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } } : {}),
+    ...(flags.mesh ? { mesh: flags.mesh } : {}),
+    admin: flags.admin ?? '127.0.0.1:9901',
+    logger,
+    ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
+  };
+  if (role === 'ingress' && !options.location) throw new UsageError('svcproxy ingress needs --location NAME');
+  if (role === 'sidecar') {
+    const gvc = flags.gvc ?? env[`${prefix}GVC`];
+    const workload = flags.workload ?? env[`${prefix}WORKLOAD`];
+    const location = options.location;
+    if (!flags.app) throw new UsageError('svcproxy sidecar needs --app HOST:PORT');
+    if (!gvc || !workload || !location) {
+      throw new UsageError(`svcproxy sidecar needs its identity: --gvc, --workload, --location (or ${prefix}GVC, ${prefix}WORKLOAD, ${prefix}LOCATION)`);
+    }
+    (options as { sidecar?: RuntimeOptions['sidecar'] }).sidecar = {
+      workload: `${gvc}/${workload}`,
+      location,
+      replica: flags.replica ?? env[`${prefix}REPLICA`] ?? env.HOSTNAME ?? `${workload}-0`,
+      app: flags.app,
+    };
+  }
+  const runtime = await Runtime.start(options);
+  if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
+    logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
+  }
+  for (const l of runtime.listeners) logger.info({ address: formatHostPort(l.address), tls: l.tls }, `${role} listening`);
+  if (runtime.admin) logger.info({ address: formatHostPort(runtime.admin.address) }, 'admin listening');
+  const signal = await waitForSignals(() => void runtime.store.reload());
+  logger.info({ signal }, 'draining');
+  await runtime.stop(graceMs(runtime.store.current));
+  logger.info('stopped');
+  return 0;
+}
+
+export type { Flags };

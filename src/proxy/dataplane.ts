@@ -1,0 +1,462 @@
+/**
+ * The request pipeline of DESIGN §5, shared by every role. The ingress path: normalize the path →
+ * resolve the host → ingress filters (external firewall) → suspended? → pick a location (geo, for
+ * canonical, alias and domain hosts) → pick a ready replica → hand the request to the replica's own
+ * sidecar, or run the sidecar filters in-process and forward to the app container's port in its
+ * protocol. The sidecar path (a standalone `svcproxy sidecar`) starts at the filters. Every answer the
+ * proxy makes itself goes through `Exchange.reply` (DESIGN §6); nothing here throws to the server.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
+import type { Deps } from '../deps.js';
+import type { Metrics } from '../admin/metrics.js';
+import {
+  chooseLocation,
+  geoCandidates,
+  matchDomainRoute,
+  pickReplica,
+  resolveHost,
+  type HostTarget,
+  type HostPort,
+  type Replica,
+  type ReplicaRegistry,
+} from '../routing/index.js';
+import { normalizePath } from './path.js';
+import { newRequestId, validRequestId } from './request-id.js';
+import { type DownstreamRequest, type DownstreamResponse, type LocalReply, ERRORS, errorBody } from './errors.js';
+import { Exchange, type ExchangeObserver } from './exchange.js';
+import { runChain, EMPTY_CHAIN } from './filters.js';
+import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
+import { clientAddress, upstreamHeaders } from './headers.js';
+import type { ListenerHandlers } from './listener.js';
+import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable } from './routes.js';
+import { Upstreams } from './upstreams.js';
+import { proxyWebSocket } from './websocket.js';
+
+export interface DataPlaneOptions {
+  readonly replicas: ReplicaRegistry;
+  readonly deps: Deps;
+  readonly metrics: Metrics;
+  /** Access log: one line per request, at info. */
+  readonly accessLog: Logger;
+  readonly factories?: FilterFactories;
+  /** Measured latency to a location (ms), for geo routing; `location.status.latencyMs` wins. */
+  readonly latencyOf?: (location: string) => number | undefined;
+}
+
+/** Where one request goes after routing. */
+interface Route {
+  workload: WorkloadModel;
+  port: PortModel | undefined;
+  /** Path (with query) sent upstream. */
+  upstreamPath: string;
+  fixedLocation?: string;
+  fixedReplica?: number;
+  setHeaders?: readonly (readonly [string, string])[];
+  /** Canonical or alias host: geo routing and debug headers apply. */
+  canonical: boolean;
+  includeNotReady: boolean;
+}
+
+/** The identity of a standalone sidecar. */
+export interface SidecarIdentity {
+  readonly workload: string;
+  readonly location: string;
+  readonly replica: string;
+  /** The app container, `host:port`. */
+  readonly app: HostPort;
+}
+
+const NO_FILTERS: FilterFactories = { ingress: [], sidecar: [] };
+
+export class DataPlane implements ExchangeObserver {
+  private table: RouteTable;
+  readonly upstreams = new Upstreams();
+  private readonly factories: FilterFactories;
+  private readonly forwardHooks: ForwardHooks;
+  private inFlight = 0;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
+    this.factories = opts.factories ?? NO_FILTERS;
+    this.table = buildRouteTable(snapshot, this.factories, opts.deps);
+    this.forwardHooks = { responseHeaders: (ex) => this.debugHeaders(ex) };
+  }
+
+  get snapshot(): Snapshot {
+    return this.table.snapshot;
+  }
+
+  get requestsInFlight(): number {
+    return this.inFlight;
+  }
+
+  /** Swap in a new configuration; requests in flight finish on the old one. */
+  update(snapshot: Snapshot): void {
+    this.table = buildRouteTable(snapshot, this.factories, this.opts.deps);
+  }
+
+  /** Resolves once no request is in flight. */
+  drained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    await this.upstreams.close();
+  }
+
+  // ---- handlers per listener -------------------------------------------------------------------
+
+  /** The ingress's external listener (or `up`'s): every host but internal ones. */
+  ingressHandlers(listener: { port: number; tls: boolean }): ListenerHandlers {
+    return {
+      request: (req, res) => this.onIngressRequest(req, res, listener.port, listener.tls, 'external'),
+      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, listener.tls, 'external'),
+      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'external'),
+    };
+  }
+
+  /** A mesh (outbound) listener: internal host names only. */
+  meshHandlers(listener: { port: number }): ListenerHandlers {
+    return {
+      request: (req, res) => this.onIngressRequest(req, res, listener.port, false, 'mesh'),
+      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, false, 'mesh'),
+      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'mesh'),
+    };
+  }
+
+  /** A standalone sidecar's inbound listener: filters, then the app. */
+  sidecarHandlers(identity: SidecarIdentity, listener: { tls: boolean }): ListenerHandlers {
+    return {
+      request: (req, res) => this.onSidecarRequest(req, res, identity, listener.tls),
+      upgrade: (req, socket, head) => {
+        const ex = this.start(req, undefined, listener.tls);
+        if (!ex) return rejectUpgrade(socket, 400, 'bad request', '');
+        proxyWebSocket(req, socket, head, identity.app, (status, message) => rejectUpgrade(socket, status, message, ex.requestId));
+      },
+    };
+  }
+
+  // ---- the pipeline ----------------------------------------------------------------------------
+
+  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean): Exchange | undefined {
+    const norm = normalizePath(req.url ?? '/');
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
+    const host = (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
+    const peer = req.socket?.remoteAddress ?? '';
+    if (!res) return norm.ok ? ({ requestId } as Exchange) : undefined;
+    this.inFlight++;
+    const ex = new Exchange(
+      req, res, requestId,
+      norm.ok ? norm.path : req.url ?? '',
+      norm.ok ? norm.query : '',
+      host, peer, this.opts.deps.clock.now(), this.opts.deps.clock, this,
+    );
+    (ex as { tls?: boolean }).tls = tls;
+    res.once('close', () => {
+      if (!ex.isFinished) ex.abort(new Error('client closed'));
+    });
+    if (!norm.ok) {
+      ex.reply({ code: 'BAD_REQUEST', message: `bad request: ${norm.reason}` });
+      return undefined;
+    }
+    return ex;
+  }
+
+  private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh'): void {
+    const ex = this.start(req, res, tls);
+    if (!ex) return;
+    const table = this.table;
+    const target = resolveHost(table.hosts, ex.host, listener, port);
+    const route = target && this.route(table, target, ex);
+    if (!route) return ex.reply({ code: 'NO_ROUTE' });
+    const workload = route.workload;
+    ex.workload = workload;
+    const gvc = table.snapshot.gvcs.get(workload.gvc);
+    ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], gvc?.trustedProxies ?? 0);
+    ex.debug = route.canonical && workload.defaultOptions.debug && req.headers[table.headers.debug] === 'true';
+    const chain = table.ingressChains.get(workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return this.toReplica(ex, table, route, tls);
+    runChain(chain, ex, (result) => (result ? ex.reply(result) : this.toReplica(ex, table, route, tls)));
+  }
+
+  /** Host target → workload, port and path (domain routes rewrite). */
+  private route(table: RouteTable, target: HostTarget, ex: Exchange): Route | undefined {
+    const pathWithQuery = ex.pathWithQuery;
+    switch (target.kind) {
+      case 'canonical':
+      case 'alias':
+        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, canonical: true, includeNotReady: false };
+      case 'location':
+        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, fixedLocation: target.location, canonical: false, includeNotReady: false };
+      case 'replica':
+        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: false };
+      case 'internal':
+        return { workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses };
+      case 'internal-replica':
+        return {
+          workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery,
+          fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses,
+        };
+      case 'domain': {
+        const match = matchDomainRoute(target.port, ex.path);
+        if (!match) return undefined;
+        const workload = table.snapshot.workloads.get(match.route.workload);
+        if (!workload) return undefined;
+        const port = findPort(workload, match.route.port);
+        return {
+          workload, port,
+          upstreamPath: ex.query ? match.upstreamPath + ex.query : match.upstreamPath,
+          ...(match.route.replica !== undefined ? { fixedReplica: match.route.replica } : {}),
+          setHeaders: match.route.setHeaders,
+          canonical: true,
+          includeNotReady: false,
+        };
+      }
+    }
+  }
+
+  /** Suspend → location → replica → forward. */
+  private toReplica(ex: Exchange, table: RouteTable, route: Route, tls: boolean): void {
+    if (ex.isFinished) return;
+    const { workload } = route;
+    const { replicas, deps } = this.opts;
+    if (workload.globallySuspended) return ex.reply({ code: 'SUSPENDED' });
+    let location = route.fixedLocation;
+    if (location !== undefined) {
+      if (workload.locationOptions.get(location)?.suspend) return ex.reply({ code: 'SUSPENDED' });
+    } else {
+      const candidates = geoCandidates(table.snapshot, workload, replicas, this.opts.latencyOf ?? noLatency);
+      location = chooseLocation(candidates);
+      if (location === undefined) {
+        const allSuspended = candidates.length > 0 && candidates.every((c) => workload.locationOptions.get(c.name)?.suspend);
+        return ex.reply({ code: allSuspended ? 'SUSPENDED' : 'NO_HEALTHY_UPSTREAM' });
+      }
+    }
+    ex.location = location;
+    const list = replicas.list(workload.key, location);
+    let replica: Replica | undefined;
+    if (route.fixedReplica !== undefined) {
+      const r = list.find((x) => x.index === route.fixedReplica);
+      replica = r && (r.ready || route.includeNotReady) ? r : undefined;
+    } else {
+      replica = pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
+    }
+    if (!replica) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    ex.replica = replica;
+    replica.outstanding++;
+    ex.startTimeout(workload.timeoutMs, () => {
+      ex.abortUpstream?.(new Error('timeout'));
+      if (!ex.isFinished) {
+        if (ex.res.headersSent) ex.abort(new Error('timeout'));
+        else ex.reply({ code: 'UPSTREAM_TIMEOUT' });
+      }
+    });
+    const serverless = workload.type === 'serverless';
+    const headers = upstreamHeaders(ex.req.headers, {
+      host: serverless ? workload.canonicalHost : ex.host,
+      peer: ex.peer,
+      proto: tls ? 'https' : 'http',
+      requestId: ex.requestId,
+      stripPrefixes: table.headers.strip,
+      keepTeTrailers: true,
+      ...(serverless ? { forwardedHost: ex.host } : {}),
+      ...(route.setHeaders && route.setHeaders.length > 0 ? { set: route.setHeaders } : {}),
+    });
+    const protocol = protocolOf(route.port);
+    if (replica.sidecar) {
+      // The replica's own sidecar applies the workload's filters.
+      return this.forward(ex, replica.sidecar, protocol, route.upstreamPath, headers);
+    }
+    const app = appAddress(replica, route.port);
+    if (!app) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return this.forward(ex, app, protocol, route.upstreamPath, headers);
+    runChain(chain, ex, (result) => {
+      if (result) return ex.reply(result);
+      this.forward(ex, app, protocol, route.upstreamPath, applyMutations(ex, headers));
+    });
+  }
+
+  private onSidecarRequest(req: DownstreamRequest, res: DownstreamResponse, identity: SidecarIdentity, tls: boolean): void {
+    const ex = this.start(req, res, tls);
+    if (!ex) return;
+    const table = this.table;
+    const workload = table.snapshot.workloads.get(identity.workload);
+    if (!workload) return ex.reply({ code: 'NO_ROUTE' });
+    ex.workload = workload;
+    ex.location = identity.location;
+    const gvc = table.snapshot.gvcs.get(workload.gvc);
+    ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], (gvc?.trustedProxies ?? 0) + 1);
+    const forwardedProto = req.headers['x-forwarded-proto'];
+    const headers = upstreamHeaders(req.headers, {
+      host: ex.host,
+      peer: ex.peer,
+      proto: typeof forwardedProto === 'string' ? forwardedProto : tls ? 'https' : 'http',
+      requestId: ex.requestId,
+      keepTeTrailers: true,
+    });
+    ex.startTimeout(workload.timeoutMs, () => {
+      ex.abortUpstream?.(new Error('timeout'));
+      if (!ex.isFinished) {
+        if (ex.res.headersSent) ex.abort(new Error('timeout'));
+        else ex.reply({ code: 'UPSTREAM_TIMEOUT' });
+      }
+    });
+    const protocol = protocolOf(workload.primaryPort);
+    const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return this.forward(ex, identity.app, protocol, ex.pathWithQuery, headers);
+    runChain(chain, ex, (result) => {
+      if (result) return ex.reply(result);
+      this.forward(ex, identity.app, protocol, ex.pathWithQuery, applyMutations(ex, headers));
+    });
+  }
+
+  private forward(ex: Exchange, target: HostPort, protocol: string, path: string, headers: OutgoingHttpHeaders): void {
+    if (ex.isFinished) return;
+    try {
+      if (protocol === 'grpc' || protocol === 'http2') forwardHttp2(ex, this.upstreams.session(target), path, headers, this.forwardHooks);
+      else forwardHttp1(ex, this.upstreams.pool(target), path, headers, this.forwardHooks);
+    } catch (err) {
+      this.opts.deps.logger.error({ err, requestId: ex.requestId }, 'forwarding failed');
+      if (!ex.isFinished) ex.reply({ code: 'UPSTREAM_RESET' });
+    }
+  }
+
+  private debugHeaders(ex: Exchange): OutgoingHttpHeaders | undefined {
+    if (!ex.debug || !ex.replica) return undefined;
+    const names = this.table.headers;
+    return { [names.location]: ex.location ?? '', [names.replica]: ex.replica.name };
+  }
+
+  // ---- upgrades (WebSocket) and CONNECT (tcp ports) ---------------------------------------------
+
+  /** Resolve an upgrade or CONNECT to one replica address, or answer on the raw socket. */
+  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh'): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string } | undefined {
+    const norm = req.method === 'CONNECT' ? { ok: true as const, path: '/', query: '' } : normalizePath(req.url ?? '/');
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
+    if (!norm.ok) return void rejectUpgrade(socket, 400, `bad request: ${norm.reason}`, requestId);
+    const table = this.table;
+    const target = resolveHost(table.hosts, hostHeader, listener, port);
+    const fake = { path: norm.path, query: norm.query, pathWithQuery: norm.path + norm.query } as Exchange;
+    const route = target && this.route(table, target, fake);
+    if (!route) return void rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, requestId, 'NO_ROUTE');
+    const { workload } = route;
+    if (workload.globallySuspended) return void rejectUpgrade(socket, 503, ERRORS.SUSPENDED.message, requestId, 'SUSPENDED');
+    const { replicas, deps } = this.opts;
+    const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, replicas, this.opts.latencyOf ?? noLatency));
+    const list = location === undefined ? [] : replicas.list(workload.key, location);
+    const replica = route.fixedReplica !== undefined
+      ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
+      : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
+    const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
+    if (!address) return void rejectUpgrade(socket, 503, ERRORS.NO_HEALTHY_UPSTREAM.message, requestId, 'NO_HEALTHY_UPSTREAM');
+    return { address, workload, port: route.port, requestId, path: route.upstreamPath };
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, _tls: boolean, listener: 'external' | 'mesh'): void {
+    socket.on('error', () => socket.destroy());
+    const picked = this.pick(req, socket, req.headers.host ?? '', port, listener);
+    if (!picked) return;
+    req.url = picked.path;
+    req.headers['x-request-id'] = picked.requestId;
+    for (const name of Object.keys(req.headers)) {
+      if (this.table.headers.strip.some((p) => name.startsWith(p))) delete req.headers[name];
+    }
+    proxyWebSocket(req, socket, head, picked.address, (status, message) => rejectUpgrade(socket, status, message, picked.requestId));
+  }
+
+  /** CONNECT host:port to a workload's `tcp` port: a raw tunnel. Never an open proxy. */
+  private onConnect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, listener: 'external' | 'mesh'): void {
+    socket.on('error', () => socket.destroy());
+    const picked = this.pick(req, socket, req.url ?? '', port, listener);
+    if (!picked) return;
+    if (protocolOf(picked.port) !== 'tcp') return rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, picked.requestId, 'NO_ROUTE');
+    const upstream = net.connect(picked.address.port, picked.address.host);
+    upstream.once('connect', () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', () => {
+      if (!upstream.remoteAddress) rejectUpgrade(socket, 503, ERRORS.UPSTREAM_RESET.message, picked.requestId, 'UPSTREAM_RESET');
+      else socket.destroy();
+    });
+    socket.on('close', () => upstream.destroy());
+  }
+
+  // ---- bookkeeping -----------------------------------------------------------------------------
+
+  onFinish(ex: Exchange): void {
+    this.inFlight--;
+    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const w of waiters) w();
+    }
+    const workload = ex.workload?.key ?? '';
+    const location = ex.location ?? '';
+    const upstreamSeconds = ex.upstreamHeadersAt > 0 ? (ex.upstreamHeadersAt - ex.upstreamStartedAt) / 1000 : undefined;
+    const status = ex.status || 0;
+    this.opts.metrics.countRequest(workload, location, status || 499, upstreamSeconds);
+    const log = this.opts.accessLog;
+    if (log.isLevelEnabled('info')) {
+      log.info({
+        requestId: ex.requestId,
+        method: ex.req.method,
+        host: ex.host,
+        path: ex.path,
+        status,
+        workload: ex.workload?.name,
+        gvc: ex.workload?.gvc,
+        location: ex.location,
+        replica: ex.replica?.name,
+        bytesSent: ex.bytesSent,
+        durationMs: Math.round(ex.durationMs * 1000) / 1000,
+        upstreamMs: upstreamSeconds === undefined ? undefined : Math.round(upstreamSeconds * 1e6) / 1000,
+        client: ex.clientAddress,
+        protocol: ex.req.httpVersion === '2.0' ? 'HTTP/2' : 'HTTP/1.1',
+        ...(ex.errorCode ? { error: ex.errorCode } : {}),
+      });
+    }
+  }
+}
+
+function noLatency(): undefined {
+  return undefined;
+}
+
+function appAddress(replica: Replica, port: PortModel | undefined): HostPort | undefined {
+  if (port) return replica.ports.get(port.number);
+  for (const address of replica.ports.values()) return address;
+  return undefined;
+}
+
+/** Apply the upstream header mutations the filters asked for. */
+function applyMutations(ex: Exchange, headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  if (ex.upstreamRemove) for (const name of ex.upstreamRemove) delete headers[name];
+  if (ex.upstreamSet) for (const [name, value] of ex.upstreamSet) headers[name] = value;
+  return headers;
+}
+
+/** Answer an upgrade or CONNECT on its raw socket. */
+export function rejectUpgrade(socket: Duplex, status: number, message: string, id: string, code = 'BAD_REQUEST'): void {
+  if (!socket.writable) return void socket.destroy();
+  const body = errorBody(status, message, code, id);
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+function statusText(status: number): string {
+  return ({ 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as Record<number, string>)[status] ?? 'Error';
+}
+
+export type { LocalReply };

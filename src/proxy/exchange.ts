@@ -1,0 +1,105 @@
+/**
+ * One request's state on its way through the proxy: the normalized path, the routing decision, the
+ * replica chosen, the timeout, what the filters asked to add, and the bookkeeping that ends in exactly
+ * one access-log line and one metrics update. `finish()` is idempotent, so every path that ends a
+ * request (answered, reset, client gone, timed out) may call it.
+ */
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { WorkloadModel } from '../config/model.js';
+import type { Replica } from '../routing/replicas.js';
+import type { Clock, Timer } from '../deps.js';
+import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendLocalReply, destroyResponse } from './errors.js';
+
+export interface ExchangeObserver {
+  /** Called once per request when it is over. */
+  onFinish(exchange: Exchange): void;
+}
+
+export class Exchange {
+  workload: WorkloadModel | undefined = undefined;
+  location: string | undefined = undefined;
+  replica: Replica | undefined = undefined;
+  /** Client address after trusted proxies. */
+  clientAddress: string;
+  status = 0;
+  bytesSent = 0;
+  upstreamStartedAt = 0;
+  upstreamHeadersAt = 0;
+  /** Set when the local reply or upstream answer carried a proxy error code. */
+  errorCode: string | undefined = undefined;
+  /** Headers the filters add to the response (ext_authz, rate limit). */
+  responseHeaders: OutgoingHttpHeaders | undefined = undefined;
+  /** Headers the filters set on the upstream request (applied last). */
+  upstreamSet: [string, string][] | undefined = undefined;
+  /** Headers the filters remove from the upstream request. */
+  upstreamRemove: string[] | undefined = undefined;
+  /** Debug headers (`x-svc-location` / `x-svc-replica`) go on the response. */
+  debug = false;
+  timedOut = false;
+  private timer: Timer | undefined = undefined;
+  private finished = false;
+  /** Abort the upstream attempt in flight (set by the forwarder). */
+  abortUpstream: ((reason: Error) => void) | undefined = undefined;
+
+  constructor(
+    readonly req: DownstreamRequest,
+    readonly res: DownstreamResponse,
+    readonly requestId: string,
+    readonly path: string,
+    readonly query: string,
+    readonly host: string,
+    readonly peer: string,
+    readonly startedAt: number,
+    private readonly clock: Clock,
+    private readonly observer: ExchangeObserver,
+  ) {
+    this.clientAddress = peer;
+  }
+
+  get pathWithQuery(): string {
+    return this.query ? this.path + this.query : this.path;
+  }
+
+  /** Answer the request from the proxy itself and end it. */
+  reply(reply: LocalReply): void {
+    this.errorCode = reply.code;
+    if (this.responseHeaders && !reply.headers) reply = { ...reply, headers: this.responseHeaders };
+    this.status = sendLocalReply(this.req, this.res, reply, this.requestId);
+    this.finish();
+  }
+
+  /** Start the request timeout; on expiry the upstream attempt is aborted and 504 answered. */
+  startTimeout(ms: number, onTimeout: () => void): void {
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.timedOut = true;
+      onTimeout();
+    }, ms);
+  }
+
+  /** The client went away or the answer cannot continue: reset downstream, abort upstream. */
+  abort(reason: Error): void {
+    this.abortUpstream?.(reason);
+    if (!this.res.writableEnded) destroyResponse(this.res);
+    this.finish();
+  }
+
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.timer !== undefined) {
+      this.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (this.replica) this.replica.outstanding--;
+    this.observer.onFinish(this);
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  get durationMs(): number {
+    return this.clock.now() - this.startedAt;
+  }
+}

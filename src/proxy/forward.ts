@@ -1,0 +1,196 @@
+/**
+ * Streams one request to an upstream and its answer back, with backpressure both ways and nothing
+ * buffered whole. HTTP/1.1 upstreams go through an undici `Pool.dispatch` handler; HTTP/2 and gRPC
+ * upstreams through a `node:http2` stream, so trailers (gRPC status) reach the client. An upstream that
+ * fails before response headers gets the 503 of DESIGN §6 (504 once the timeout fired); after headers
+ * the downstream stream is reset, since no other answer is possible.
+ */
+import http2 from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Http2ServerResponse } from 'node:http2';
+import type { Dispatcher, Pool } from 'undici';
+import type { Readable, Writable } from 'node:stream';
+import type { Exchange } from './exchange.js';
+import { downstreamResponseHeaders } from './headers.js';
+
+const { HTTP2_HEADER_STATUS } = http2.constants;
+
+export interface ForwardHooks {
+  /** Extra response headers (debug headers) computed once the upstream answered. */
+  responseHeaders(exchange: Exchange): OutgoingHttpHeaders | undefined;
+}
+
+class TimeoutError extends Error {
+  override name = 'TimeoutError';
+}
+
+/** Does the downstream request carry a body? */
+export function hasBody(exchange: Exchange): boolean {
+  const req = exchange.req;
+  const headers = req.headers;
+  if (headers['transfer-encoding'] !== undefined) return true;
+  const cl = headers['content-length'];
+  if (cl !== undefined) return cl !== '0';
+  // HTTP/2: a body follows unless the HEADERS frame ended the stream.
+  const stream = (req as { stream?: http2.ServerHttp2Stream }).stream;
+  if (stream) return !stream.endAfterHeaders && !stream.readableEnded;
+  return false;
+}
+
+function mergeHeaders(base: OutgoingHttpHeaders, ...extra: (OutgoingHttpHeaders | undefined)[]): OutgoingHttpHeaders {
+  for (const e of extra) if (e) for (const k in e) base[k] = e[k];
+  return base;
+}
+
+/** Apply the answer's status and headers downstream. */
+function writeHead(exchange: Exchange, status: number, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
+  exchange.status = status;
+  exchange.upstreamHeadersAt = performance.now();
+  mergeHeaders(headers, exchange.responseHeaders, hooks.responseHeaders(exchange));
+  exchange.res.writeHead(status, headers as Record<string, string>);
+}
+
+function failBeforeHeaders(exchange: Exchange, err: Error): void {
+  if (exchange.isFinished) return;
+  if (exchange.res.headersSent) {
+    exchange.abort(err);
+    return;
+  }
+  exchange.reply({ code: exchange.timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_RESET' });
+}
+
+/** The undici handler: one per request, writing straight to the downstream response. */
+class ResponseHandler implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private readonly onDrain = (): void => this.controller?.resume();
+
+  constructor(private readonly exchange: Exchange, private readonly hooks: ForwardHooks) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    this.exchange.abortUpstream = (reason) => controller.abort(reason);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (this.exchange.isFinished) return;
+    writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.exchange.res;
+    this.exchange.bytesSent += chunk.length;
+    if (!(res as Writable).write(chunk)) {
+      controller.pause();
+      res.once('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(_c: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
+    const res = this.exchange.res;
+    if (trailers && Object.keys(trailers).length > 0) res.addTrailers(trailers as Record<string, string>);
+    res.end();
+    this.exchange.finish();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    failBeforeHeaders(this.exchange, err);
+  }
+}
+
+/** Forward over HTTP/1.1 through an undici pool. */
+export function forwardHttp1(exchange: Exchange, pool: Pool, path: string, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
+  const req = exchange.req;
+  const body = hasBody(exchange) ? (req as Readable) : null;
+  exchange.upstreamStartedAt = performance.now();
+  pool.dispatch(
+    {
+      method: req.method ?? 'GET',
+      path,
+      headers: headers as Record<string, string>,
+      body,
+      // The client decides whether to keep the connection; upstream connections stay pooled.
+      reset: false,
+      blocking: false,
+    },
+    new ResponseHandler(exchange, hooks),
+  );
+}
+
+/** Forward over HTTP/2 (h2c) through a client session; trailers are passed on. */
+export function forwardHttp2(
+  exchange: Exchange,
+  session: http2.ClientHttp2Session,
+  path: string,
+  headers: OutgoingHttpHeaders,
+  hooks: ForwardHooks,
+): void {
+  const req = exchange.req;
+  const withBody = hasBody(exchange);
+  const h2headers: http2.OutgoingHttpHeaders = {
+    ':method': req.method ?? 'GET',
+    ':path': path,
+    ':authority': headers.host as string,
+    ':scheme': 'http',
+  };
+  for (const name in headers) if (name !== 'host') h2headers[name] = headers[name];
+  exchange.upstreamStartedAt = performance.now();
+  let stream: http2.ClientHttp2Stream;
+  try {
+    stream = session.request(h2headers, { endStream: !withBody });
+  } catch (err) {
+    failBeforeHeaders(exchange, err as Error);
+    return;
+  }
+  exchange.abortUpstream = () => {
+    if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+  };
+  if (withBody) {
+    (req as Readable).pipe(stream);
+    (req as Readable).on('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
+  }
+  const res = exchange.res;
+  stream.on('response', (upstreamHeaders, flags) => {
+    if (exchange.isFinished) return;
+    const status = Number(upstreamHeaders[HTTP2_HEADER_STATUS]) || 502;
+    const out = downstreamResponseHeaders(upstreamHeaders as Record<string, string>);
+    const endStream = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
+    const downstream = (res as Http2ServerResponse).stream;
+    if (endStream && downstream) {
+      // Trailers-only answer (a gRPC error): keep it one HEADERS frame with END_STREAM.
+      exchange.status = status;
+      exchange.upstreamHeadersAt = performance.now();
+      mergeHeaders(out, exchange.responseHeaders, hooks.responseHeaders(exchange));
+      if (!downstream.destroyed) downstream.respond({ ...out, ':status': status }, { endStream: true });
+      exchange.finish();
+      return;
+    }
+    writeHead(exchange, status, out, hooks);
+  });
+  stream.on('trailers', (trailers) => {
+    res.addTrailers(downstreamResponseHeaders(trailers as Record<string, string>) as Record<string, string>);
+  });
+  stream.on('data', (chunk: Buffer) => {
+    exchange.bytesSent += chunk.length;
+    if (!(res as Writable).write(chunk)) {
+      stream.pause();
+      res.once('drain', () => stream.resume());
+    }
+  });
+  stream.on('end', () => {
+    if (exchange.isFinished) return;
+    if (!res.headersSent) {
+      failBeforeHeaders(exchange, new Error('upstream ended without headers'));
+      return;
+    }
+    res.end();
+    exchange.finish();
+  });
+  stream.on('error', (err) => failBeforeHeaders(exchange, err));
+  stream.on('close', () => {
+    if (exchange.isFinished) return;
+    // Closed without 'end': reset by the upstream (RST_STREAM) or the session went away.
+    failBeforeHeaders(exchange, new Error(`upstream stream closed (code ${stream.rstCode})`));
+  });
+}
+
+export { TimeoutError };

@@ -1,0 +1,129 @@
+/**
+ * Header rewriting at each hop: hop-by-hop headers removed (RFC 9110 §7.6.1, plus every name the
+ * `Connection` header lists), client-supplied `x-envoy-*` and vendor (`x-svc-*`) headers stripped at
+ * the edge, `x-forwarded-for` / `x-forwarded-proto` / `x-request-id` set, the Host chosen by the
+ * route. One pass over the incoming headers, one object out; no failure modes.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'http2-settings',
+  'expect',
+  'host',
+]);
+
+export interface UpstreamHeaderOptions {
+  /** Host (h1) / :authority (h2) to send upstream. */
+  host: string;
+  /** The downstream peer, appended to `x-forwarded-for`. */
+  peer: string;
+  /** `http` or `https`: the scheme the client used (edge), or the one already forwarded (inner hops). */
+  proto: string;
+  requestId: string;
+  /** At the edge: strip client-supplied `x-envoy-*` and `x-<vendor>-*`. */
+  stripPrefixes?: readonly string[];
+  /** Keep `te: trailers` (HTTP/2 and gRPC upstreams need it). */
+  keepTeTrailers: boolean;
+  /** Serverless targets: the original host, appended to `x-forwarded-host`. */
+  forwardedHost?: string;
+  /** Set after everything else (`domain` routes' `headers.request.set`). */
+  set?: readonly (readonly [string, string])[];
+  /** Set for upgrades (WebSocket): keep `connection: upgrade` and `upgrade`. */
+  keepUpgrade?: boolean;
+}
+
+/** Names listed in a `Connection` header are hop-by-hop too. */
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  let out: Set<string> | undefined;
+  for (const token of joined.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name && name !== 'close' && name !== 'keep-alive' && name !== 'upgrade') (out ??= new Set()).add(name);
+  }
+  return out;
+}
+
+function hasStrippedPrefix(name: string, prefixes: readonly string[] | undefined): boolean {
+  if (!prefixes) return false;
+  for (const p of prefixes) if (name.startsWith(p)) return true;
+  return false;
+}
+
+/**
+ * The headers to send upstream, from the downstream request's parsed headers (lower-case names;
+ * HTTP/2 pseudo-headers are skipped).
+ */
+export function upstreamHeaders(incoming: IncomingHttpHeaders, opts: UpstreamHeaderOptions): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const extraHop = connectionTokens(incoming.connection);
+  for (const name in incoming) {
+    if (name.charCodeAt(0) === 58 /* ':' */) continue;
+    if (HOP_BY_HOP.has(name)) continue;
+    if (extraHop?.has(name)) continue;
+    if (hasStrippedPrefix(name, opts.stripPrefixes)) continue;
+    const value = incoming[name];
+    if (value === undefined) continue;
+    out[name] = value;
+  }
+  if (opts.keepTeTrailers && typeof incoming.te === 'string' && incoming.te.toLowerCase().includes('trailers')) {
+    out.te = 'trailers';
+  }
+  if (opts.keepUpgrade && incoming.upgrade) {
+    out.connection = 'upgrade';
+    out.upgrade = incoming.upgrade;
+  }
+  out.host = opts.host;
+  const xff = out['x-forwarded-for'];
+  out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${opts.peer}` : opts.peer;
+  out['x-forwarded-proto'] = opts.proto;
+  out['x-request-id'] = opts.requestId;
+  if (opts.forwardedHost !== undefined) {
+    const prior = out['x-forwarded-host'];
+    out['x-forwarded-host'] = prior ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${opts.forwardedHost}` : opts.forwardedHost;
+  }
+  if (opts.set) for (const [name, value] of opts.set) out[name] = value;
+  return out;
+}
+
+const RESPONSE_HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** The upstream response's headers minus hop-by-hop ones (HTTP/2 forbids them; h1 re-frames). */
+export function downstreamResponseHeaders(incoming: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const extraHop = connectionTokens(incoming.connection);
+  for (const name in incoming) {
+    if (name.charCodeAt(0) === 58) continue;
+    if (RESPONSE_HOP_BY_HOP.has(name) || extraHop?.has(name)) continue;
+    const value = incoming[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The client address after `trustedProxies` hops of `x-forwarded-for` (Envoy's xff_num_trusted_hops). */
+export function clientAddress(peer: string, xff: string | string[] | undefined, trustedProxies: number): string {
+  if (trustedProxies <= 0 || xff === undefined) return peer;
+  const list = (Array.isArray(xff) ? xff.join(',') : xff).split(',');
+  // The peer is the last hop; each trusted proxy appended the address before it.
+  const index = list.length - trustedProxies;
+  if (index < 0) return list[0]!.trim() || peer;
+  const candidate = list[index]?.trim();
+  return candidate || peer;
+}

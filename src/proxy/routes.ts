@@ -1,0 +1,68 @@
+/**
+ * Everything the request path reads, compiled from one configuration snapshot and swapped whole on
+ * reload: the host index, each workload's ingress and sidecar filter chains, the header names of the
+ * configured vendor. Requests in flight keep the table they started with.
+ */
+import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/model.js';
+import type { Deps } from '../deps.js';
+import { buildHostIndex, type HostIndex } from '../routing/index.js';
+import { buildChain, type Chain, type FilterFactory } from './filters.js';
+
+export interface VendorHeaders {
+  debug: string;
+  location: string;
+  replica: string;
+  /** Prefixes of request headers clients may not set. */
+  strip: readonly string[];
+}
+
+export interface RouteTable {
+  readonly snapshot: Snapshot;
+  readonly hosts: HostIndex;
+  readonly ingressChains: ReadonlyMap<string, Chain>;
+  readonly sidecarChains: ReadonlyMap<string, Chain>;
+  readonly headers: VendorHeaders;
+}
+
+export interface FilterFactories {
+  readonly ingress: readonly FilterFactory[];
+  readonly sidecar: readonly FilterFactory[];
+}
+
+export function vendorHeaders(vendor: string): VendorHeaders {
+  return {
+    debug: `x-${vendor}-debug`,
+    location: `x-${vendor}-location`,
+    replica: `x-${vendor}-replica`,
+    strip: vendor === 'envoy' ? ['x-envoy-'] : ['x-envoy-', `x-${vendor}-`],
+  };
+}
+
+export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, deps: Deps): RouteTable {
+  const ingressChains = new Map<string, Chain>();
+  const sidecarChains = new Map<string, Chain>();
+  for (const workload of snapshot.workloads.values()) {
+    const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), deps };
+    ingressChains.set(workload.key, buildChain(factories.ingress, ctx));
+    sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
+  }
+  return {
+    snapshot,
+    hosts: buildHostIndex(snapshot),
+    ingressChains,
+    sidecarChains,
+    headers: vendorHeaders(snapshot.settings.vendor),
+  };
+}
+
+/** The declared port (of any container) with this number; the primary port when none is given. */
+export function findPort(workload: WorkloadModel, number: number | undefined): PortModel | undefined {
+  if (number === undefined) return workload.primaryPort;
+  for (const c of workload.containers) for (const p of c.ports) if (p.number === number) return p;
+  return undefined;
+}
+
+/** The config layer already resolved `ports[].protocol` over the deprecated `svc/protocol` tag. */
+export function protocolOf(port: PortModel | undefined): Protocol {
+  return port ? port.protocol : 'http';
+}

@@ -1,0 +1,81 @@
+/**
+ * Connection pools to upstreams, one per `host:port`: an undici `Pool` (HTTP/1.1 keep-alive) for
+ * `http` ports and one `node:http2` client session for `http2` and `grpc` ports (undici 7 drops
+ * HTTP/2 trailers). Sessions that close or receive GOAWAY are forgotten and re-dialled on the next
+ * request. Pools never time out on their own: the request pipeline owns every timeout.
+ */
+import http2 from 'node:http2';
+import { Pool } from 'undici';
+import type { HostPort } from '../routing/replicas.js';
+
+/** Equal to the listeners' limit so a request the proxy accepted is never refused by its own pool. */
+export const MAX_HEADER_SIZE = 64 * 1024;
+
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+  private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+  private closed = false;
+
+  pool(target: HostPort): Pool {
+    const key = `${target.host}:${target.port}`;
+    let pool = this.pools.get(key);
+    if (!pool) {
+      const host = target.host.includes(':') ? `[${target.host}]` : target.host;
+      pool = new Pool(`http://${host}:${target.port}`, {
+        connections: 256,
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        keepAliveMaxTimeout: 600_000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        maxHeaderSize: MAX_HEADER_SIZE,
+      });
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  session(target: HostPort): http2.ClientHttp2Session {
+    const key = `${target.host}:${target.port}`;
+    let session = this.sessions.get(key);
+    if (session && !session.closed && !session.destroyed) return session;
+    const host = target.host.includes(':') ? `[${target.host}]` : target.host;
+    session = http2.connect(`http://${host}:${target.port}`, { maxHeaderListPairs: 1000, settings: { enablePush: false } });
+    const forget = (): void => {
+      if (this.sessions.get(key) === session) this.sessions.delete(key);
+    };
+    session.on('error', forget);
+    session.on('close', forget);
+    session.on('goaway', forget);
+    // A session with no open streams must not keep the process alive.
+    session.unref();
+    this.sessions.set(key, session);
+    return session;
+  }
+
+  /** Drop the pool or session of a replica that went away. */
+  forget(target: HostPort): void {
+    const key = `${target.host}:${target.port}`;
+    const pool = this.pools.get(key);
+    if (pool) {
+      this.pools.delete(key);
+      void pool.close().catch(() => undefined);
+    }
+    const session = this.sessions.get(key);
+    if (session) {
+      this.sessions.delete(key);
+      session.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const pending: Promise<unknown>[] = [];
+    for (const pool of this.pools.values()) pending.push(pool.destroy().catch(() => undefined));
+    for (const session of this.sessions.values()) session.destroy();
+    this.pools.clear();
+    this.sessions.clear();
+    await Promise.all(pending);
+  }
+}

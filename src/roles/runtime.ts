@@ -1,0 +1,212 @@
+/**
+ * What every long-running role shares: the configuration store (with hot reload), the replica table
+ * and the probes of `deployment` replicas, the data plane, its listeners and the admin listener.
+ * A rejected reload keeps the last good snapshot (the store logs every error); a good one is swapped
+ * into the data plane and the deployment replicas. `stop()` drains: listeners stop accepting, requests
+ * in flight get up to the grace period, then everything is closed.
+ */
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Settings, Snapshot } from '../config/model.js';
+import { ConfigStore } from '../config/index.js';
+import { systemClock, type Deps } from '../deps.js';
+import { Metrics } from '../admin/metrics.js';
+import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { ReplicaRegistry, type Replica } from '../routing/replicas.js';
+import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
+import { listen, type Listener, type ListenerHandlers } from '../proxy/listener.js';
+import type { FilterFactories } from '../proxy/routes.js';
+import { startProbing } from '../local/probe.js';
+import { parseHostPort } from './address.js';
+
+export interface RuntimeOptions {
+  readonly role: 'up' | 'ingress' | 'sidecar';
+  readonly settings: Settings;
+  readonly configPaths?: readonly string[];
+  /** In-memory records (the built-in demo). */
+  readonly records?: readonly Record<string, unknown>[];
+  /** `host:port` addresses; port 0 picks a free port. */
+  readonly listen: readonly string[];
+  /** TLS listeners (HTTP/1.1 and h2 by ALPN). */
+  readonly listenTls?: readonly string[];
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Mesh (outbound) listeners: internal host names. */
+  readonly mesh?: readonly string[];
+  /** `host:port` of the admin listener; undefined: none. */
+  readonly admin?: string;
+  readonly logger: Logger;
+  /** The location this ingress or sidecar serves. */
+  readonly location?: string;
+  /** A standalone sidecar's identity (role `sidecar`). */
+  readonly sidecar?: Omit<SidecarIdentity, 'app'> & { readonly app: string };
+  readonly watch?: boolean;
+  readonly deps?: Partial<Deps>;
+  readonly factories?: FilterFactories;
+}
+
+export class Runtime {
+  readonly listeners: Listener[] = [];
+  readonly meshListeners: Listener[] = [];
+  admin: AdminServer | undefined;
+  private stopProbes: (() => void)[] = [];
+  private listening = false;
+  private stopping = false;
+
+  private constructor(
+    readonly opts: RuntimeOptions,
+    readonly store: ConfigStore,
+    readonly deps: Deps,
+    readonly metrics: Metrics,
+    readonly replicas: ReplicaRegistry,
+    readonly dataplane: DataPlane,
+  ) {}
+
+  static async start(opts: RuntimeOptions): Promise<Runtime> {
+    const deps: Deps = {
+      clock: opts.deps?.clock ?? systemClock,
+      random: opts.deps?.random ?? Math.random,
+      logger: opts.deps?.logger ?? opts.logger,
+    };
+    const store = await ConfigStore.open({
+      ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
+      ...(opts.records ? { records: opts.records } : {}),
+      settings: opts.settings,
+      logger: opts.logger.child({ component: 'config' }),
+    });
+    let runtime: Runtime | undefined;
+    const metrics = new Metrics({ defaultMetrics: true, connections: () => runtime?.openConnections() ?? 0 });
+    const own = opts.location;
+    const replicas = new ReplicaRegistry();
+    const dataplane = new DataPlane(store.current, {
+      replicas,
+      deps,
+      metrics,
+      accessLog: opts.logger.child({ component: 'access' }),
+      ...(opts.factories ? { factories: opts.factories } : {}),
+      ...(own ? { latencyOf: (loc: string) => (loc === own ? 0 : undefined) } : {}),
+    });
+    runtime = new Runtime(opts, store, deps, metrics, replicas, dataplane);
+    runtime.applyDeployments(store.current);
+    store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
+    if (opts.watch !== false && opts.configPaths?.length) store.watch();
+    await runtime.bind();
+    return runtime;
+  }
+
+  private onConfig(snapshot: Snapshot): void {
+    this.metrics.configReloads.labels('ok').inc();
+    this.dataplane.update(snapshot);
+    this.applyDeployments(snapshot);
+  }
+
+  /** Replicas of `deployment` records: registered as source `deployment` and probed. */
+  private applyDeployments(snapshot: Snapshot): void {
+    for (const stop of this.stopProbes) stop();
+    this.stopProbes = [];
+    const replicas: Replica[] = [];
+    for (const [key, list] of snapshot.deployments) {
+      const workload = snapshot.workloads.get(key);
+      if (!workload) continue;
+      const portNumber = workload.primaryPort?.number ?? 0;
+      for (const d of list) {
+        const app = parseHostPort(d.address);
+        const replica: Replica = {
+          workload: key,
+          location: d.location,
+          name: d.name,
+          index: d.index,
+          ports: new Map([[portNumber, app]]),
+          ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
+          ready: false,
+          outstanding: 0,
+          ejectedUntil: 0,
+        };
+        replicas.push(replica);
+        if (d.forcedNotReady) continue;
+        const probe = workload.containers[0]?.readinessProbe;
+        const stop = startProbing(replica, probe, () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
+        this.stopProbes.push(stop);
+      }
+    }
+    this.replicas.replace('deployment', replicas);
+  }
+
+  private async bind(): Promise<void> {
+    const { opts } = this;
+    const tls = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
+    const specs: { address: string; tls: boolean; mesh: boolean }[] = [
+      ...opts.listen.map((address) => ({ address, tls: false, mesh: false })),
+      ...(opts.listenTls ?? []).map((address) => ({ address, tls: true, mesh: false })),
+      ...(opts.mesh ?? []).map((address) => ({ address, tls: false, mesh: true })),
+    ];
+    for (const spec of specs) {
+      const { host, port } = parseHostPort(spec.address);
+      let handlers: ListenerHandlers | undefined;
+      const lazy: ListenerHandlers = {
+        request: (req, res) => handlers!.request(req, res),
+        upgrade: (req, socket, head) => handlers!.upgrade?.(req, socket, head),
+        connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
+      };
+      if (spec.tls && !tls) throw new Error(`--listen-tls ${spec.address} needs --tls-cert and --tls-key`);
+      const listener = await listen({ host, port, handlers: lazy, ...(spec.tls && tls ? { tls } : {}) });
+      handlers = this.handlersFor(spec.mesh, listener);
+      (spec.mesh ? this.meshListeners : this.listeners).push(listener);
+    }
+    if (opts.admin) {
+      const { host, port } = parseHostPort(opts.admin);
+      this.admin = await startAdmin(host, port, this.metrics, {
+        ready: () => this.listening && !this.stopping,
+        config: () => this.configDump(),
+      });
+    }
+    this.listening = true;
+  }
+
+  private handlersFor(mesh: boolean, listener: Listener): ListenerHandlers {
+    const { opts, dataplane } = this;
+    if (opts.role === 'sidecar' && !mesh) {
+      const s = opts.sidecar!;
+      return dataplane.sidecarHandlers({ workload: s.workload, location: s.location, replica: s.replica, app: parseHostPort(s.app) }, { tls: listener.tls });
+    }
+    if (mesh) return dataplane.meshHandlers({ port: listener.address.port });
+    return dataplane.ingressHandlers({ port: listener.address.port, tls: listener.tls });
+  }
+
+  openConnections(): number {
+    let n = 0;
+    for (const l of this.listeners) n += l.openConnections();
+    for (const l of this.meshListeners) n += l.openConnections();
+    return n;
+  }
+
+  configDump(): unknown {
+    const snapshot = this.store.current;
+    return {
+      role: this.opts.role,
+      generation: snapshot.generation,
+      settings: snapshot.settings,
+      records: redact(snapshot.records),
+      warnings: snapshot.warnings,
+      lastError: this.store.lastErrors ? { at: this.store.lastErrorAt, errors: this.store.lastErrors } : null,
+      replicas: this.replicas.all().map((r) => ({ workload: r.workload, location: r.location, name: r.name, ready: r.ready, outstanding: r.outstanding })),
+    };
+  }
+
+  /** Stop accepting, let requests in flight finish (up to `graceMs`), then close everything. */
+  async stop(graceMs: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await Promise.all([...this.listeners, ...this.meshListeners].map((l) => l.stopAccepting()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.dataplane.drained(),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(timer);
+    for (const l of [...this.listeners, ...this.meshListeners]) l.destroy();
+    for (const stop of this.stopProbes) stop();
+    this.store.close();
+    await this.dataplane.close();
+    await this.admin?.close();
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * `svcproxy up`: the whole data plane on one machine. The ingress listener, a mesh listener for
+ * internal host names, the admin listener, and the workload processes the supervisor starts (one
+ * in-process sidecar per replica: the ingress applies each workload's sidecar filters itself, saving a
+ * hop). Without `--config` it runs the built-in demo. On SIGINT/SIGTERM it stops accepting, lets
+ * requests in flight finish within the grace period, stops the processes and exits 0.
+ */
+import type { Logger } from 'pino';
+import type { Settings, Snapshot } from '../config/model.js';
+import { listEndpoints, type Endpoint } from '../routing/index.js';
+import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
+import { Runtime, type RuntimeOptions } from './runtime.js';
+import { formatHostPort } from './address.js';
+import type { Flags } from '../cli.js';
+import { graceMs, waitForSignals } from '../cli.js';
+
+export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
+  /** Restart backoff of the processes (tests shorten it). */
+  readonly backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
+}
+
+export interface Up {
+  readonly runtime: Runtime;
+  readonly supervisor: Supervisor;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Start `up` programmatically (the CLI and the integration tests). */
+export async function startUp(options: UpOptions): Promise<Up> {
+  const runtime = await Runtime.start({ ...options, role: 'up' });
+  const supervisor = new Supervisor({
+    registry: runtime.replicas,
+    deps: runtime.deps,
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+  });
+  try {
+    await supervisor.apply(runtime.store.current);
+  } catch (err) {
+    await runtime.stop(0);
+    await supervisor.stop(0);
+    throw err;
+  }
+  runtime.store.on('change', (snapshot: Snapshot) => {
+    supervisor.apply(snapshot).catch((err: Error) => options.logger.error({ err }, 'applying the new configuration to the processes failed'));
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    runtime,
+    supervisor,
+    stop: (grace = graceMs(runtime.store.current)) =>
+      (stopped ??= (async () => {
+        // Stop accepting and drain first, then stop the processes the drained requests were using.
+        await runtime.stop(grace);
+        await supervisor.stop(grace);
+      })()),
+  };
+}
+
+function endpointUrl(e: Endpoint, port: number, meshPort: number | undefined): string {
+  if (e.kind === 'internal' || e.kind === 'internal-replica') {
+    return meshPort ? `http://${e.host}/  (through the mesh listener: curl -x http://127.0.0.1:${meshPort} …)` : `http://${e.host}/`;
+  }
+  return `http://${e.host}${port === 80 ? '' : `:${port}`}/`;
+}
+
+export async function runUp(flags: Flags, settings: Settings, logger: Logger): Promise<number> {
+  const demo = !flags.config || flags.config.length === 0;
+  const options: UpOptions = {
+    settings,
+    ...(demo ? { records: demoRecords(echoScriptPath(), process.execPath) } : { configPaths: flags.config! }),
+    listen: flags.listen ?? ['127.0.0.1:8080'],
+    mesh: flags.mesh ?? ['127.0.0.1:15001'],
+    ...(flags['listen-tls'] ? { listenTls: flags['listen-tls'] } : {}),
+    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } } : {}),
+    admin: flags.admin ?? '127.0.0.1:9901',
+    logger,
+  };
+  const up = await startUp(options);
+  const { runtime } = up;
+  const snapshot = runtime.store.current;
+  for (const warning of snapshot.warnings) logger.warn(warning);
+  const port = runtime.listeners[0]?.address.port ?? 8080;
+  const meshPort = runtime.meshListeners[0]?.address.port;
+  const lines: string[] = [demo ? 'svcproxy up: built-in demo' : 'svcproxy up'];
+  for (const l of runtime.listeners) lines.push(`  listening    ${l.tls ? 'https' : 'http'}://${formatHostPort(l.address)}`);
+  for (const l of runtime.meshListeners) lines.push(`  mesh         http://${formatHostPort(l.address)}`);
+  if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config)`);
+  const byWorkload = new Map<string, Endpoint[]>();
+  for (const e of listEndpoints(snapshot, runtime.replicas)) {
+    const key = `${e.gvc}/${e.workload}`;
+    if (!byWorkload.has(key)) byWorkload.set(key, []);
+    byWorkload.get(key)!.push(e);
+  }
+  for (const [key, list] of byWorkload) {
+    lines.push(`workload ${key}`);
+    for (const e of list) lines.push(`  ${e.kind.padEnd(17)}${endpointUrl(e, port, meshPort)}${e.location ? `  [${e.location}${e.replica !== undefined ? ` #${e.replica}` : ''}]` : ''}`);
+  }
+  if (demo) {
+    const first = [...byWorkload.values()][0]?.find((e) => e.kind === 'canonical');
+    if (first) lines.push('', `try:  curl ${endpointUrl(first, port, meshPort)}`);
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  const signal = await waitForSignals(() => void runtime.store.reload());
+  logger.info({ signal }, 'draining');
+  await up.stop();
+  logger.info('stopped');
+  return 0;
+}
