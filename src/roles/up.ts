@@ -43,6 +43,10 @@ export async function startUp(options: UpOptions): Promise<Up> {
   runtime.store.on('change', (snapshot: Snapshot) => {
     supervisor.apply(snapshot).catch((err: Error) => options.logger.error({ err }, 'applying the new configuration to the processes failed'));
   });
+  // Processes run in their own process groups (so Ctrl-C reaches only us and we stop them in order);
+  // if this process dies without stopping them, take them down with it.
+  const killOnExit = (): void => supervisor.killNow();
+  process.once('exit', killOnExit);
   let stopped: Promise<void> | undefined;
   return {
     runtime,
@@ -52,6 +56,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
         // Stop accepting and drain first, then stop the processes the drained requests were using.
         await runtime.stop(grace);
         await supervisor.stop(grace);
+        process.off('exit', killOnExit);
       })()),
   };
 }

@@ -1,0 +1,92 @@
+/**
+ * What `svcproxy up` should be running for a snapshot, as a pure function: for every workload and
+ * every location of its GVC, `minScale` replicas named `W-N` (N from 0 per location) made of the
+ * workload's containers that have a `command`. None where the workload is suspended (globally or
+ * in that location) or `maxScale` is 0, and none for a workload without a runnable container.
+ * Each plan carries a fingerprint of everything its processes are started from, so a reload
+ * restarts exactly the replicas whose definition changed. It does not fail: a GVC or location the
+ * snapshot lacks (which `compile()` would have rejected) yields no replicas, or empty values.
+ */
+import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../config/model.js';
+import { workloadGvc } from '../config/records.js';
+import { workloadVersion } from './env.js';
+
+export interface ReplicaPlan {
+  /** `gvc/name|location|N`: identity across reloads. */
+  readonly key: string;
+  readonly workload: WorkloadModel;
+  readonly location: LocationModel;
+  readonly index: number;
+  /** `W-N`. */
+  readonly name: string;
+  readonly gvcAlias: string;
+  readonly org?: string;
+  readonly vendor: string;
+  /** The containers that have a `command`, in declaration order. */
+  readonly containers: readonly ContainerModel[];
+  readonly workloadVersion: number;
+  /** Changes when anything the processes are started from changes (not the version, not scale). */
+  readonly fingerprint: string;
+}
+
+/**
+ * Replicas to start in one location. There is no autoscaler locally to scale up from zero, so a
+ * `minScale` of 0 (serverless scale-to-zero) still gets one replica, capped by `maxScale`.
+ */
+export function replicaCount(options: { readonly suspend: boolean; readonly minScale: number; readonly maxScale: number }): number {
+  if (options.suspend || options.maxScale <= 0) return 0;
+  const min = Number.isFinite(options.minScale) ? Math.max(1, Math.floor(options.minScale)) : 1;
+  return Math.min(min, Math.max(1, Math.floor(options.maxScale)));
+}
+
+/** The workload's record among the snapshot's raw records (for its version), if there is one. */
+export function findWorkloadRecord(records: Snapshot['records'], workload: WorkloadModel): unknown {
+  return records.find((r) => r.kind === 'workload' && r.name === workload.name && workloadGvc(r) === workload.gvc);
+}
+
+function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
+  const record = findWorkloadRecord(snapshot.records, workload);
+  if (record !== undefined) return workloadVersion(record);
+  // No raw record to hash (hand-built snapshots): the compiled definition stands in for it.
+  return workloadVersion({ key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
+}
+
+export function planReplicas(snapshot: Snapshot): ReplicaPlan[] {
+  const plans: ReplicaPlan[] = [];
+  for (const workload of snapshot.workloads.values()) {
+    const gvc = snapshot.gvcs.get(workload.gvc);
+    const containers = workload.containers.filter((c) => c.command !== undefined && c.command !== '');
+    if (gvc === undefined || containers.length === 0 || workload.globallySuspended) continue;
+    const version = versionOf(snapshot, workload);
+    for (const locationName of gvc.locations) {
+      const options = workload.locationOptions.get(locationName) ?? workload.defaultOptions;
+      const count = replicaCount(options);
+      if (count === 0) continue;
+      const location = snapshot.locations.get(locationName) ?? { name: locationName, provider: '', region: '' };
+      const fingerprint = JSON.stringify({
+        containers,
+        alias: gvc.alias,
+        canonicalHost: workload.canonicalHost,
+        org: snapshot.org?.name,
+        vendor: snapshot.settings.vendor,
+        provider: location.provider,
+      });
+      for (let index = 0; index < count; index++) {
+        plans.push({
+          key: `${workload.key}|${locationName}|${index}`,
+          workload,
+          location,
+          index,
+          name: `${workload.name}-${index}`,
+          gvcAlias: gvc.alias,
+          org: snapshot.org?.name,
+          vendor: snapshot.settings.vendor,
+          containers,
+          workloadVersion: version,
+          fingerprint,
+        });
+      }
+    }
+  }
+  return plans;
+}

@@ -1,0 +1,155 @@
+/**
+ * Readiness probing of one replica (or one container of it): wait `initialDelaySeconds`, then run
+ * the probe's check every `periodSeconds`, each bounded by `timeoutSeconds`; `successThreshold`
+ * consecutive passes make it ready, `failureThreshold` consecutive failures make it not ready, as
+ * Kubernetes counts them. Readiness starts false and goes to `registry.setReady`. Without a probe,
+ * a TCP connect to the first port (`addressOf(undefined)`) is the check, which is also how the
+ * replicas of `deployment` records are probed. A check that fails in an unexpected way (gRPC
+ * support failing to load, say) counts as a failure and is logged; the loop itself never throws
+ * and stops for good when the returned function is called. Time comes from `deps.clock`.
+ */
+import type { Deps, Timer } from '../deps.js';
+import type { ProbeModel } from '../config/model.js';
+import type { HostPort, Replica } from '../routing/replicas.js';
+import { checkExec, checkGrpc, checkHttp, checkTcp } from './checks.js';
+
+/** Where a probe connects: declared port number (undefined: the first port) → host and port. */
+export type AddressOf = (declaredPort: number | undefined) => HostPort | undefined;
+
+export interface ProbeDeps extends Deps {
+  /** Receives readiness changes: the registry, or the supervisor's per-container aggregation. */
+  readonly registry: { setReady(replica: Replica, ready: boolean): void };
+  /** Environment of exec probes (the replica's own); undefined inherits the supervisor's. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * The probe used when none is configured. Kubernetes' default period (10 s) would keep a freshly
+ * started local replica out of rotation for seconds, so locally it is checked every second.
+ */
+export const DEFAULT_PROBE: ProbeModel = Object.freeze({
+  kind: 'tcp',
+  httpHeaders: Object.freeze([]),
+  initialDelaySeconds: 0,
+  periodSeconds: 1,
+  timeoutSeconds: 1,
+  successThreshold: 1,
+  failureThreshold: 3,
+});
+
+export interface ProbeState {
+  readonly successes: number;
+  readonly failures: number;
+  readonly ready: boolean;
+}
+
+export const INITIAL_PROBE_STATE: ProbeState = Object.freeze({ successes: 0, failures: 0, ready: false });
+
+/** The Kubernetes threshold rule, as a pure step: one check result in, the new state out. */
+export function nextProbeState(
+  state: ProbeState,
+  passed: boolean,
+  thresholds: Pick<ProbeModel, 'successThreshold' | 'failureThreshold'>,
+): ProbeState {
+  if (passed) {
+    const successes = state.successes + 1;
+    return { successes, failures: 0, ready: state.ready || successes >= Math.max(1, thresholds.successThreshold) };
+  }
+  const failures = state.failures + 1;
+  return { successes: 0, failures, ready: state.ready && failures < Math.max(1, thresholds.failureThreshold) };
+}
+
+async function runCheck(probe: ProbeModel, addressOf: AddressOf, deps: ProbeDeps, signal: AbortSignal): Promise<boolean> {
+  if (probe.kind === 'exec') return checkExec(probe.command ?? [], deps.env, signal);
+  const target = addressOf(probe.port);
+  if (target === undefined) return false;
+  switch (probe.kind) {
+    case 'http':
+      return checkHttp(target, { path: probe.path ?? '/', scheme: probe.scheme ?? 'HTTP', headers: probe.httpHeaders }, signal);
+    case 'tcp':
+      return checkTcp(target, signal);
+    case 'grpc':
+      return checkGrpc(target, '', new Date(deps.clock.wallNow() + probe.timeoutSeconds * 1000), signal);
+  }
+}
+
+/** Starts the probe loop; the returned function stops it (idempotent) and cancels a running check. */
+export function startProbing(
+  replica: Replica,
+  probe: ProbeModel | undefined,
+  addressOf: AddressOf,
+  deps: ProbeDeps,
+): () => void {
+  const p = probe ?? DEFAULT_PROBE;
+  const log = deps.logger.child({
+    component: 'probe',
+    workload: replica.workload,
+    location: replica.location,
+    replica: replica.name,
+  });
+  // Fractional seconds are accepted (tests use them); a zero period must not spin.
+  const periodMs = Math.max(10, p.periodSeconds * 1000);
+  const timeoutMs = Math.max(1, p.timeoutSeconds * 1000);
+  let state = INITIAL_PROBE_STATE;
+  let stopped = false;
+  let timer: Timer | undefined;
+  let running: AbortController | undefined;
+  let loggedError = false;
+
+  const schedule = (ms: number): void => {
+    timer = deps.clock.setTimeout(() => void tick(), ms);
+    timer.unref?.();
+  };
+
+  const tick = async (): Promise<void> => {
+    timer = undefined;
+    if (stopped) return;
+    const started = deps.clock.now();
+    const controller = new AbortController();
+    running = controller;
+    const timeout = deps.clock.setTimeout(() => controller.abort(), timeoutMs);
+    let passed: boolean;
+    try {
+      passed = await runCheck(p, addressOf, deps, controller.signal);
+    } catch (error) {
+      passed = false;
+      if (!loggedError) log.warn({ err: error, probe: p.kind }, 'readiness probe could not run');
+      loggedError = true;
+    } finally {
+      deps.clock.clearTimeout(timeout);
+      running = undefined;
+    }
+    if (stopped) return;
+    const next = nextProbeState(state, passed, p);
+    if (next.ready !== state.ready) {
+      log.info({ probe: p.kind, ready: next.ready, failures: next.failures }, next.ready ? 'replica ready' : 'replica not ready');
+      deps.registry.setReady(replica, next.ready);
+    } else if (!passed) {
+      log.debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
+    }
+    state = next;
+    schedule(Math.max(0, periodMs - (deps.clock.now() - started)));
+  };
+
+  deps.registry.setReady(replica, false);
+  schedule(Math.max(0, p.initialDelaySeconds * 1000));
+
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    deps.clock.clearTimeout(timer);
+    running?.abort();
+  };
+}
+
+/**
+ * `addressOf` for a replica of a `deployment` record: every probe goes to its `address`
+ * (`host:port`, `[v6]:port`), whatever port the probe names; `undefined` (so every check fails)
+ * when the address cannot be parsed, which validation should have caught.
+ */
+export function addressOfDeployment(address: string): AddressOf {
+  const match = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(address.trim());
+  const port = match ? Number(match[3]) : 0;
+  const target: HostPort | undefined = match && port > 0 && port < 65536 ? { host: (match[1] ?? match[2])!, port } : undefined;
+  return () => target;
+}

@@ -1,0 +1,333 @@
+/**
+ * The process side of `svcproxy up`: runs the replicas `planReplicas()` asks for, one process per
+ * container with a `command`, each on its own free loopback ports with the platform's environment;
+ * registers them in the `ReplicaRegistry` under source `up` (not ready until their probes pass);
+ * keeps them running (restart with backoff, not ready while down); and on `apply()` of a reloaded
+ * snapshot starts what is new, stops what is gone and restarts what changed. A replica is ready
+ * when every one of its containers is. `stop()` sends SIGTERM to everything and SIGKILL after the
+ * workload's `terminationGracePeriodSeconds` (capped by the caller's grace). Failures to allocate
+ * ports are logged and that replica is skipped until the next `apply()`; process failures are
+ * retried forever with backoff. Time and timers come from `deps.clock`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ContainerModel, Snapshot } from '../config/model.js';
+import type { Deps } from '../deps.js';
+import type { HostPort, Replica, ReplicaRegistry } from '../routing/replicas.js';
+import { buildReplicaEnv, localToken, workloadNamespace } from './env.js';
+import { planReplicas, type ReplicaPlan } from './plan.js';
+import { allocatePorts, LOOPBACK } from './ports.js';
+import { startProbing, type AddressOf } from './probe.js';
+import { ContainerProcess, DEFAULT_BACKOFF, type BackoffOptions } from './process.js';
+
+export const UP_SOURCE = 'up';
+
+export interface SupervisorOptions {
+  readonly registry: ReplicaRegistry;
+  readonly deps: Deps;
+  /** Inherited by every process (PATH, HOME, ...); defaults to this process's environment. */
+  readonly baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** Restart backoff; tests shorten it. */
+  readonly backoff?: Partial<BackoffOptions>;
+  /** Where the processes listen; loopback by default. */
+  readonly host?: string;
+  /** Keys `<VENDOR>_TOKEN`; random per supervisor by default. */
+  readonly tokenSecret?: string | Uint8Array;
+  /** Working directory of the processes; this process's by default. */
+  readonly cwd?: string;
+  readonly allocatePorts?: (count: number, host: string) => Promise<number[]>;
+}
+
+interface RunningContainer {
+  readonly model: ContainerModel;
+  readonly env: Readonly<Record<string, string>>;
+  readonly process: ContainerProcess;
+  readonly addressOf: AddressOf;
+  ready: boolean;
+  stopProbe?: () => void;
+}
+
+interface RunningReplica {
+  plan: ReplicaPlan;
+  readonly replica: Replica;
+  readonly containers: RunningContainer[];
+  retired: boolean;
+  /** Set by `retire()`: resolves when every process of the replica has exited. */
+  stopped?: Promise<void>;
+}
+
+/** What `processes()` reports, for the CLI's summary and for tests. */
+export interface ProcessInfo {
+  readonly workload: string;
+  readonly location: string;
+  readonly replica: string;
+  readonly container: string;
+  readonly pid?: number;
+  readonly restarts: number;
+  readonly ready: boolean;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export class Supervisor {
+  private readonly registry: ReplicaRegistry;
+  private readonly deps: Deps;
+  private readonly host: string;
+  private readonly backoff: BackoffOptions;
+  private readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  private readonly tokenSecret: string | Uint8Array;
+  private readonly allocate: (count: number, host: string) => Promise<number[]>;
+  private readonly log: Deps['logger'];
+  private readonly running = new Map<string, RunningReplica>();
+  private readonly retiring = new Set<RunningReplica>();
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly options: SupervisorOptions) {
+    this.registry = options.registry;
+    this.deps = options.deps;
+    this.host = options.host ?? LOOPBACK;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    // The one place this module reads process.env: the processes inherit it, as a shell would.
+    this.baseEnv = options.baseEnv ?? process.env;
+    this.tokenSecret = options.tokenSecret ?? randomBytes(32);
+    this.allocate = options.allocatePorts ?? allocatePorts;
+    this.log = this.deps.logger.child({ component: 'supervisor' });
+  }
+
+  /** Brings the running replicas in line with `snapshot`; calls are applied one after another. */
+  apply(snapshot: Snapshot): Promise<void> {
+    const next = this.queue.then(() => this.reconcile(snapshot));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * Stops every process: SIGTERM, then SIGKILL after the workload's grace period or `graceMs`,
+   * whichever is shorter. Resolves when all have exited. Later `apply()` calls do nothing.
+   */
+  async stop(graceMs: number = Number.POSITIVE_INFINITY): Promise<void> {
+    this.closed = true;
+    await this.queue;
+    // Replicas retired by earlier reloads may still be stopping: hold them to the same bound.
+    for (const replica of this.retiring) this.retire(replica, graceMs);
+    for (const replica of this.running.values()) this.retire(replica, graceMs);
+    this.running.clear();
+    this.registry.replace(UP_SOURCE, []);
+    while (this.retiring.size > 0) await Promise.all([...this.retiring].map((r) => r.stopped));
+  }
+
+  /**
+   * Last resort for the CLI's `process.on('exit')` handler: SIGKILL every process synchronously.
+   * The processes run in their own process groups, so if svcproxy exits without `stop()` (a crash)
+   * they would otherwise outlive it and keep their ports.
+   */
+  killNow(): void {
+    this.closed = true;
+    for (const r of [...this.running.values(), ...this.retiring]) for (const c of r.containers) c.process.killNow();
+  }
+
+  /** The replicas currently registered, in start order. */
+  replicas(): Replica[] {
+    return [...this.running.values()].map((r) => r.replica);
+  }
+
+  processes(): ProcessInfo[] {
+    const out: ProcessInfo[] = [];
+    for (const r of this.running.values()) {
+      for (const c of r.containers) {
+        out.push({
+          workload: r.replica.workload,
+          location: r.replica.location,
+          replica: r.replica.name,
+          container: c.model.name,
+          pid: c.process.pid,
+          restarts: c.process.restarts,
+          ready: c.ready,
+          env: c.env,
+        });
+      }
+    }
+    return out;
+  }
+
+  private async reconcile(snapshot: Snapshot): Promise<void> {
+    if (this.closed) return;
+    const plans = planReplicas(snapshot);
+    const wanted = new Map(plans.map((p) => [p.key, p]));
+    for (const [key, running] of this.running) {
+      const plan = wanted.get(key);
+      if (plan !== undefined && plan.fingerprint === running.plan.fingerprint) {
+        running.plan = plan;
+        continue;
+      }
+      this.log.info(
+        { workload: running.replica.workload, location: running.replica.location, replica: running.replica.name },
+        plan === undefined ? 'replica removed' : 'replica changed; restarting',
+      );
+      this.running.delete(key);
+      this.retire(running, Number.POSITIVE_INFINITY);
+    }
+    const launched: RunningReplica[] = [];
+    for (const plan of plans) {
+      if (this.closed) break;
+      if (this.running.has(plan.key)) continue;
+      try {
+        const running = await this.launch(plan);
+        this.running.set(plan.key, running);
+        launched.push(running);
+      } catch (error) {
+        this.log.error({ err: error, workload: plan.workload.key, location: plan.location.name, replica: plan.name }, 'replica not started');
+      }
+    }
+    this.registry.replace(UP_SOURCE, this.replicas());
+    // Start after registering, so a probe's first `setReady` lands on a listed replica.
+    for (const running of launched) {
+      for (const c of running.containers) c.process.start();
+    }
+  }
+
+  /** Ports not handed to any running replica (the OS may return a port we just released). */
+  private async freePorts(count: number): Promise<number[]> {
+    const inUse = new Set<number>();
+    for (const r of this.running.values()) for (const hp of r.replica.ports.values()) inUse.add(hp.port);
+    for (let attempt = 0; ; attempt++) {
+      const ports = await this.allocate(count, this.host);
+      if (ports.every((p) => !inUse.has(p)) || attempt >= 4) return ports;
+    }
+  }
+
+  private async launch(plan: ReplicaPlan): Promise<RunningReplica> {
+    const { workload, location } = plan;
+    const ports = await this.freePorts(plan.containers.reduce((n, c) => n + c.ports.length, 0));
+    // Every container gets its own port per declared number; the replica's map (what the proxy
+    // dials) takes the first container that declares a number.
+    const own: Map<number, number>[] = [];
+    const replicaPorts = new Map<number, HostPort>();
+    let next = 0;
+    for (const container of plan.containers) {
+      const mine = new Map<number, number>();
+      for (const port of container.ports) {
+        const actual = ports[next++]!;
+        mine.set(port.number, actual);
+        if (!replicaPorts.has(port.number)) replicaPorts.set(port.number, { host: this.host, port: actual });
+      }
+      own.push(mine);
+    }
+    const replica: Replica = {
+      workload: workload.key,
+      location: location.name,
+      name: plan.name,
+      index: plan.index,
+      ports: replicaPorts,
+      ready: false,
+      outstanding: 0,
+      ejectedUntil: 0,
+    };
+    const running: RunningReplica = { plan, replica, containers: [], retired: false };
+    const namespace = workloadNamespace(workload.key);
+    const token = localToken(this.tokenSecret, workload.key);
+
+    plan.containers.forEach((container, i) => {
+      const mine = own[i]!;
+      const envPorts = new Map<number, number>([...[...replicaPorts].map(([n, hp]) => [n, hp.port] as const), ...mine]);
+      const env = buildReplicaEnv({
+        vendor: plan.vendor,
+        org: plan.org,
+        gvc: { name: workload.gvc, alias: plan.gvcAlias },
+        location,
+        workload,
+        container,
+        replica: plan.name,
+        ports: envPorts,
+        namespace,
+        workloadVersion: plan.workloadVersion,
+        token,
+        baseEnv: this.baseEnv,
+      });
+      const first = container.ports[0] ? mine.get(container.ports[0].number) : undefined;
+      const addressOf: AddressOf = (declared) => {
+        if (declared === undefined) return first === undefined ? undefined : { host: this.host, port: first };
+        // An undeclared probe port is taken literally: the app listens on it as written.
+        return { host: this.host, port: mine.get(declared) ?? replicaPorts.get(declared)?.port ?? declared };
+      };
+      const logger = this.deps.logger.child({
+        workload: workload.name,
+        gvc: workload.gvc,
+        location: location.name,
+        replica: plan.name,
+        container: container.name,
+      });
+      const rc: RunningContainer = {
+        model: container,
+        env,
+        addressOf,
+        ready: false,
+        process: new ContainerProcess({
+          command: container.command!,
+          args: container.args,
+          env,
+          logger,
+          clock: this.deps.clock,
+          backoff: this.backoff,
+          cwd: this.options.cwd,
+          onRunning: () => this.containerRunning(running, rc),
+          onDown: () => this.containerDown(running, rc),
+        }),
+      };
+      running.containers.push(rc);
+    });
+    this.log.info(
+      { workload: workload.key, location: location.name, replica: plan.name, ports: Object.fromEntries([...replicaPorts].map(([n, hp]) => [n, hp.port])) },
+      'replica starting',
+    );
+    return running;
+  }
+
+  private containerRunning(running: RunningReplica, rc: RunningContainer): void {
+    if (running.retired) return;
+    rc.stopProbe?.();
+    if (rc.model.readinessProbe === undefined && rc.model.ports.length === 0) {
+      // Nothing to connect to: ready once running, as Kubernetes treats a container without a probe.
+      rc.ready = true;
+      this.updateReady(running);
+      return;
+    }
+    rc.stopProbe = startProbing(running.replica, rc.model.readinessProbe, rc.addressOf, {
+      ...this.deps,
+      env: rc.env,
+      registry: {
+        setReady: (_replica, ready) => {
+          rc.ready = ready;
+          this.updateReady(running);
+        },
+      },
+    });
+  }
+
+  private containerDown(running: RunningReplica, rc: RunningContainer): void {
+    rc.stopProbe?.();
+    rc.stopProbe = undefined;
+    rc.ready = false;
+    this.updateReady(running);
+  }
+
+  private updateReady(running: RunningReplica): void {
+    const ready = !running.retired && running.containers.every((c) => c.ready);
+    this.registry.setReady(running.replica, ready);
+  }
+
+  private retire(running: RunningReplica, capMs: number): void {
+    running.retired = true;
+    const graceMs = Math.min(running.plan.workload.terminationGracePeriodSeconds * 1000, capMs);
+    for (const c of running.containers) {
+      c.stopProbe?.();
+      c.stopProbe = undefined;
+    }
+    this.registry.setReady(running.replica, false);
+    this.retiring.add(running);
+    const done = Promise.all(running.containers.map((c) => c.process.stop(graceMs))).then(() => {
+      this.retiring.delete(running);
+    });
+    // A second retire() (stop() after a reload) only shortens the grace; the first promise stands.
+    running.stopped ??= done;
+  }
+}

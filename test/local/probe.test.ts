@@ -1,0 +1,239 @@
+import t from 'tap';
+import { createServer, type Server } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
+import { addressOfDeployment, nextProbeState, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
+import { checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
+import { allocatePort } from '../../src/local/ports.js';
+import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
+
+function replica(name = 'api-0'): Replica {
+  return { workload: 'demo/api', location: 'aws-us-east-2', name, index: 0, ports: new Map(), ready: false, outstanding: 0, ejectedUntil: 0 };
+}
+
+async function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const never = new AbortController().signal;
+const timeoutSignal = (ms: number): AbortSignal => AbortSignal.timeout(ms);
+
+t.test('nextProbeState: Kubernetes thresholds', async (t) => {
+  const run = (results: boolean[], s: number, f: number, start: ProbeState = INITIAL_PROBE_STATE): boolean[] => {
+    let state = start;
+    return results.map((ok) => (state = nextProbeState(state, ok, { successThreshold: s, failureThreshold: f })).ready);
+  };
+  t.same(run([true], 1, 3), [true], 'one pass is enough');
+  t.same(run([true, true, true], 3, 1), [false, false, true], 'successThreshold 3');
+  t.same(run([true, false, true, true], 2, 1), [false, false, false, true], 'a failure resets the passes');
+  t.same(run([true, false, false, true, false, false, false], 1, 3), [true, true, true, true, true, true, false], 'failureThreshold 3');
+  t.same(run([false, false], 1, 3), [false, false], 'starts not ready');
+  t.same(run([true, false], 0, 0), [true, false], 'thresholds below 1 count as 1');
+});
+
+t.test('HTTP check: 2xx/3xx pass, others fail, headers sent', async (t) => {
+  let status = 200;
+  let seen: Record<string, unknown> = {};
+  const server = createServer((req, res) => {
+    seen = { url: req.url, header: req.headers['x-probe'] };
+    res.writeHead(status).end('x');
+  });
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const target = { host: '127.0.0.1', port };
+  const check = { path: '/healthz', scheme: 'HTTP' as const, headers: [{ name: 'X-Probe', value: 'yes' }] };
+  for (const [code, want] of [[200, true], [204, true], [302, true], [399, true], [404, false], [500, false], [503, false]] as const) {
+    status = code;
+    t.equal(await checkHttp(target, check, never), want, `status ${code}`);
+  }
+  t.same(seen, { url: '/healthz', header: 'yes' });
+});
+
+t.test('HTTP check: refused and hanging servers fail', async (t) => {
+  const hanging = createServer(() => undefined);
+  t.teardown(() => hanging.closeAllConnections());
+  t.teardown(() => hanging.close());
+  const port = await listen(hanging);
+  const started = Date.now();
+  t.equal(await checkHttp({ host: '127.0.0.1', port }, { path: '/', scheme: 'HTTP', headers: [] }, timeoutSignal(150)), false, 'timed out');
+  t.ok(Date.now() - started < 2000);
+  const closed = await allocatePort();
+  t.equal(await checkHttp({ host: '127.0.0.1', port: closed }, { path: '/', scheme: 'HTTP', headers: [] }, never), false, 'refused');
+});
+
+t.test('TCP check: open vs closed', async (t) => {
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  t.equal(await checkTcp({ host: '127.0.0.1', port }, never), true);
+  t.equal(await checkTcp({ host: '127.0.0.1', port: await allocatePort() }, never), false);
+});
+
+t.test('exec check: exit status', async (t) => {
+  t.equal(await checkExec([process.execPath, '-e', 'process.exit(0)'], undefined, never), true);
+  t.equal(await checkExec([process.execPath, '-e', 'process.exit(3)'], undefined, never), false);
+  t.equal(await checkExec(['/nonexistent/probe'], undefined, never), false, 'spawn failure');
+  t.equal(await checkExec([], undefined, never), false, 'empty command');
+  t.equal(
+    await checkExec([process.execPath, '-e', 'process.exit(process.env.WANT === "1" ? 0 : 1)'], { ...process.env, WANT: '1' }, never),
+    true,
+    'runs with the given environment',
+  );
+  const started = Date.now();
+  t.equal(await checkExec([process.execPath, '-e', 'setTimeout(() => {}, 10000)'], undefined, timeoutSignal(200)), false, 'killed at timeout');
+  t.ok(Date.now() - started < 5000);
+});
+
+t.test('startProbing: HTTP readiness follows the server, with thresholds', async (t) => {
+  let status = 500;
+  const server = createServer((_req, res) => res.writeHead(status).end());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  registry.replace('test', [r]);
+  const changes: boolean[] = [];
+  registry.on('ready', (x: Replica) => changes.push(x.ready));
+  const stop = startProbing(r, probe({ kind: 'http', path: '/ready', successThreshold: 2, failureThreshold: 2 }), () => ({ host: '127.0.0.1', port }), {
+    ...testDeps(),
+    registry,
+  });
+  t.teardown(stop);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(r.ready, false, 'not ready while 500');
+  status = 200;
+  await waitFor(() => r.ready, 3000, 'ready');
+  status = 500;
+  await waitFor(() => !r.ready, 3000, 'not ready again');
+  t.same(changes, [true, false], 'one change each way');
+  stop();
+  status = 200;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(r.ready, false, 'stopped probing stays put');
+});
+
+t.test('startProbing: no probe means TCP connect to the first port', async (t) => {
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  registry.replace('test', [r]);
+  const port = await allocatePort();
+  const asked: (number | undefined)[] = [];
+  const stop = startProbing(r, undefined, (declared) => (asked.push(declared), { host: '127.0.0.1', port }), { ...testDeps(), registry });
+  t.teardown(stop);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(r.ready, false, 'nothing listening yet');
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await waitFor(() => r.ready, 4000, 'ready once listening');
+  t.equal(asked[0], undefined, 'asked for the first port');
+});
+
+t.test('startProbing: exec probe and initial delay', async (t) => {
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  const stop = startProbing(
+    r,
+    // Starting node can take seconds on a loaded machine: a generous timeout.
+    probe({ kind: 'exec', command: [process.execPath, '-e', 'process.exit(0)'], initialDelaySeconds: 0.3, timeoutSeconds: 10 }),
+    () => undefined,
+    { ...testDeps(), registry },
+  );
+  t.teardown(stop);
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  t.equal(r.ready, false, 'waiting out the initial delay');
+  await waitFor(() => r.ready, 20_000, 'ready after the delay');
+  t.pass('ready');
+});
+
+t.test('startProbing: a deployment replica by its address', async (t) => {
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const registry = new ReplicaRegistry();
+  const r = replica('dep-a');
+  const stop = startProbing(r, undefined, addressOfDeployment(`127.0.0.1:${port}`), { ...testDeps(), registry });
+  t.teardown(stop);
+  await waitFor(() => r.ready, 4000, 'deployment replica ready');
+  t.pass('ready');
+});
+
+t.test('addressOfDeployment parses host:port', async (t) => {
+  const cases: [string, unknown][] = [
+    ['127.0.0.1:8080', { host: '127.0.0.1', port: 8080 }],
+    ['app.internal:80', { host: 'app.internal', port: 80 }],
+    ['[::1]:9000', { host: '::1', port: 9000 }],
+    ['nohost', undefined],
+    ['host:0', undefined],
+    ['host:70000', undefined],
+  ];
+  for (const [address, want] of cases) t.same(addressOfDeployment(address)(8080), want, address);
+});
+
+t.test('gRPC health check: SERVING passes, NOT_SERVING and no server fail', async (t) => {
+  const grpc = await import('@grpc/grpc-js');
+  const protoLoader = await import('@grpc/proto-loader');
+  const definition = protoLoader.fromJSON(
+    {
+      nested: {
+        grpc: { nested: { health: { nested: { v1: { nested: {
+          HealthCheckRequest: { fields: { service: { type: 'string', id: 1 } } },
+          HealthCheckResponse: { fields: { status: { type: 'ServingStatus', id: 1 } }, nested: { ServingStatus: { values: { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2 } } } },
+          Health: { methods: { Check: { requestType: 'HealthCheckRequest', responseType: 'HealthCheckResponse', comment: '' } } },
+        } } } } } },
+      },
+    },
+    { enums: String },
+  );
+  let status = 'NOT_SERVING';
+  const server = new grpc.Server();
+  server.addService(definition['grpc.health.v1.Health'] as unknown as import('@grpc/grpc-js').ServiceDefinition, {
+    Check: (_call: unknown, callback: (e: null, r: { status: string }) => void) => callback(null, { status }),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
+  t.teardown(() => server.forceShutdown());
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  const stop = startProbing(r, probe({ kind: 'grpc', timeoutSeconds: 1 }), () => ({ host: '127.0.0.1', port }), { ...testDeps(), registry });
+  t.teardown(stop);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal(r.ready, false, 'NOT_SERVING');
+  status = 'SERVING';
+  await waitFor(() => r.ready, 4000, 'SERVING');
+  t.pass('ready when SERVING');
+  const { checkGrpc } = await import('../../src/local/checks.js');
+  const closed = await allocatePort();
+  t.equal(await checkGrpc({ host: '127.0.0.1', port: closed }, '', new Date(Date.now() + 500), AbortSignal.timeout(1000)), false, 'no server');
+});
+
+t.test('startProbing: period and initial delay run on the injected clock', async (t) => {
+  const clock = new FakeClock();
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  const stop = startProbing(r, probe({ kind: 'tcp', initialDelaySeconds: 5, periodSeconds: 10, failureThreshold: 1 }), () => ({ host: '127.0.0.1', port }), {
+    ...testDeps(),
+    clock,
+    registry,
+  });
+  t.teardown(stop);
+  t.same(clock.pending(), [5000], 'first check after the initial delay');
+  clock.advance(5000);
+  await waitFor(() => r.ready, 3000, 'ready');
+  await waitFor(() => clock.pending().length === 1, 3000, 'next check scheduled');
+  t.same(clock.pending(), [10_000], 'next check a period later');
+  await new Promise((resolve) => server.close(resolve));
+  clock.advance(9_999);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(r.ready, true, 'no check before the period');
+  clock.advance(1);
+  await waitFor(() => !r.ready, 3000, 'not ready after the failed check');
+  stop();
+  t.same(clock.pending(), [], 'stop clears the timer');
+});
