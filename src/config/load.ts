@@ -1,0 +1,172 @@
+/**
+ * Reading record files (DESIGN §2): each path is a YAML or JSON file, or a folder whose `*.yaml`,
+ * `*.yml` and `*.json` files are read in name order (not recursively; dot-files, such as editors'
+ * lock and swap files, are skipped). A file holds several YAML documents (`---`), a JSON array, or one
+ * object; a list response (`{kind, items: [...]}`, no `name`) is unwrapped, its items taking the
+ * list's kind when they carry none. `.json` files are parsed as JSON, everything else as YAML.
+ * Failures never throw: an unreadable path is `PATH: reason`, a syntax error `FILE: line L: message`,
+ * a document that is not a record `FILE: line L: ...` (`FILE: item N: ...` in JSON), all collected.
+ */
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { LineCounter, isMap, isSeq, parseAllDocuments } from 'yaml';
+import { jsonErrorOffset } from './json-error.js';
+import type { RawRecord, SourcedRecord } from './records.js';
+import { isObject } from './schema.js';
+
+export interface ReadResult {
+  readonly records: SourcedRecord[];
+  readonly errors: string[];
+}
+
+export const CONFIG_EXTENSIONS: readonly string[] = ['.yaml', '.yml', '.json'];
+
+/** Whether a folder entry is read as configuration. */
+export function isConfigFileName(name: string): boolean {
+  return !name.startsWith('.') && CONFIG_EXTENSIONS.includes(extname(name).toLowerCase());
+}
+
+const NOT_A_RECORD = 'must be a record (an object with kind and name), a list of records, or a list response';
+
+interface Sink {
+  readonly source: string;
+  readonly records: SourcedRecord[];
+  readonly errors: string[];
+  /** The line of a YAML node; `undefined` in JSON, where values are placed by item number instead. */
+  readonly lineOf: (node: unknown) => number | undefined;
+}
+
+/** Adds the records in `value` (a record, an array of them, or a list response); `node` is its YAML node. */
+function collect(value: unknown, node: unknown, index: number, sink: Sink, listKind?: unknown): void {
+  if (Array.isArray(value)) {
+    const items = isSeq(node) ? node.items : [];
+    value.forEach((v, i) => collect(v, items[i], i + 1, sink, listKind));
+    return;
+  }
+  if (!isObject(value)) {
+    const line = sink.lineOf(node);
+    sink.errors.push(`${sink.source}: ${line === undefined ? `item ${index}` : `line ${line}`}: ${NOT_A_RECORD}`);
+    return;
+  }
+  if (Array.isArray(value.items) && value.name === undefined) {
+    // A list response: its kind names the items' kind unless it is the generic `list`.
+    const kind = typeof value.kind === 'string' && value.kind !== 'list' ? value.kind : undefined;
+    collect(value.items, isMap(node) ? node.get('items', true) : undefined, index, sink, kind);
+    return;
+  }
+  const record: RawRecord = value.kind === undefined && listKind !== undefined ? { kind: listKind, ...value } : value;
+  const line = sink.lineOf(node);
+  sink.records.push(line === undefined ? { record, source: sink.source } : { record, source: sink.source, line });
+}
+
+function lineAt(text: string, offset: number): { line: number; col: number } {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return { line, col: offset - start + 1 };
+}
+
+function parseJson(text: string, sink: Sink): void {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const at = lineAt(text, Math.max(0, jsonErrorOffset(text)));
+    // V8 ends its messages with the position or the whole text; the line and column replace both.
+    const message = (e as Error).message.replace(/ in JSON at position \d+.*$/s, '').replace(/, ".*" is not valid JSON$/s, '');
+    sink.errors.push(`${sink.source}: line ${at.line}: ${message} (column ${at.col})`);
+    return;
+  }
+  collect(value, undefined, 1, sink);
+}
+
+function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
+  const docs = parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  let index = 0;
+  for (const doc of docs) {
+    index++;
+    if (doc.errors.length > 0) {
+      for (const err of doc.errors) sink.errors.push(`${sink.source}: line ${counter.linePos(err.pos[0]).line}: ${err.message}`);
+      continue;
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {
+      sink.errors.push(`${sink.source}: line ${counter.linePos(doc.range[0]).line}: ${(e as Error).message}`);
+      continue;
+    }
+    if (value === null || value === undefined) continue; // an empty document (comments, a trailing `---`)
+    collect(value, doc.contents, index, sink);
+  }
+}
+
+/** Parses one file's text; `format` defaults from the file name (`.json` is JSON, else YAML). */
+export function parseRecords(text: string, source: string, format: 'json' | 'yaml' = extname(source).toLowerCase() === '.json' ? 'json' : 'yaml'): ReadResult {
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const records: SourcedRecord[] = [];
+  const errors: string[] = [];
+  if (format === 'json') {
+    if (body.trim() === '') return { records, errors };
+    parseJson(body, { source, records, errors, lineOf: () => undefined });
+  } else {
+    const counter = new LineCounter();
+    const lineOf = (node: unknown): number | undefined => {
+      const range = (node as { range?: [number, number, number] } | undefined)?.range;
+      return range ? counter.linePos(range[0]).line : undefined;
+    };
+    parseYaml(body, { source, records, errors, lineOf }, counter);
+  }
+  return { records, errors };
+}
+
+function reason(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err.code === 'ENOENT') return 'no such file or folder';
+  if (err.code === 'EACCES') return 'permission denied';
+  return err.message;
+}
+
+/** The files one path names: the file itself, or a folder's config files in name order. */
+async function filesOf(path: string): Promise<{ files: string[]; error?: string }> {
+  let names: string[];
+  try {
+    if (!(await stat(path)).isDirectory()) return { files: [path] };
+    names = (await readdir(path)).filter(isConfigFileName).sort();
+  } catch (e) {
+    return { files: [], error: `${path}: ${reason(e)}` };
+  }
+  const files: string[] = [];
+  for (const name of names) {
+    const file = join(path, name);
+    // A folder entry that is not a regular file (a sub-folder, a dangling link) is not configuration.
+    if (await stat(file).then((s) => s.isFile(), () => false)) files.push(file);
+  }
+  return { files };
+}
+
+/** Reads every record the paths hold, with every error met on the way, in path order. */
+export async function readRecords(paths: readonly string[]): Promise<ReadResult> {
+  const records: SourcedRecord[] = [];
+  const errors: string[] = [];
+  for (const path of paths) {
+    const { files, error } = await filesOf(path);
+    if (error !== undefined) errors.push(error);
+    for (const file of files) {
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (e) {
+        errors.push(`${file}: ${reason(e)}`);
+        continue;
+      }
+      const parsed = parseRecords(text, file);
+      records.push(...parsed.records);
+      errors.push(...parsed.errors);
+    }
+  }
+  return { records, errors };
+}

@@ -1,0 +1,87 @@
+/**
+ * The load pipeline: settings checked, records read (load.ts), validated (validate.ts), compiled
+ * (compile.ts). The answer is `{ok: true, snapshot}` or `{ok: false, errors, warnings}` with every
+ * error; nothing is compiled from a rejected set. A file that does not parse stops the load before
+ * validation: its records may be the targets of other records' links, so validating the rest would
+ * only add misleading "not defined" errors. `buildSnapshot` throws a `ConfigError` instead, for
+ * callers that build a snapshot from records they wrote themselves (the built-in demo, tests).
+ */
+import { compile } from './compile.js';
+import { readRecords } from './load.js';
+import type { Settings, Snapshot } from './model.js';
+import type { RawRecord, SourcedRecord } from './records.js';
+import { isObject } from './schema.js';
+import { validate } from './validate.js';
+import { NAME_PATTERN, isHostName } from './values.js';
+
+export const defaultSettings: Settings = Object.freeze({
+  vendor: 'svc',
+  appDomain: 'app.localhost',
+  directDomain: 'direct.localhost',
+  internalDomain: 'internal.localhost',
+});
+
+/** A configuration that cannot be used, with every error as `kind/name: path: what is wrong`. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(readonly errors: readonly string[], readonly warnings: readonly string[] = []) {
+    super(`invalid configuration (${errors.length} error${errors.length === 1 ? '' : 's'}):\n${errors.join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type LoadResult =
+  | { readonly ok: true; readonly snapshot: Snapshot }
+  | { readonly ok: false; readonly errors: string[]; readonly warnings: string[] };
+
+/** A record given in memory: sourced, or bare (then its source is `inline`). */
+export type RecordInput = SourcedRecord | RawRecord;
+
+function isSourced(r: RecordInput): r is SourcedRecord {
+  const o = r as Readonly<Record<string, unknown>>;
+  return isObject(o.record) && typeof o.source === 'string' && o.kind === undefined;
+}
+
+export function toSourced(records: readonly RecordInput[], source = 'inline'): SourcedRecord[] {
+  return records.map((r) => (isSourced(r) ? r : { record: r, source }));
+}
+
+/** Settings are flags, not records; they are checked here with the same line format. */
+export function checkSettings(settings: Settings): string[] {
+  const errors: string[] = [];
+  if (!NAME_PATTERN.test(settings.vendor)) {
+    errors.push('settings: vendor: must be lowercase letters, digits and hyphens');
+  }
+  for (const key of ['appDomain', 'directDomain', 'internalDomain'] as const) {
+    if (!isHostName(settings[key])) errors.push(`settings: ${key}: must be a host name`);
+  }
+  return errors;
+}
+
+/** Validates and compiles records held in memory. */
+export function compileRecords(records: readonly RecordInput[], settings: Settings = defaultSettings, generation = 1): LoadResult {
+  const sourced = toSourced(records);
+  const settingsErrors = checkSettings(settings);
+  const { errors, warnings } = validate(sourced, settings);
+  if (settingsErrors.length + errors.length > 0) return { ok: false, errors: [...settingsErrors, ...errors], warnings };
+  return { ok: true, snapshot: compile(sourced, settings, generation, warnings) };
+}
+
+/** Reads, validates and compiles the records of files and folders (and `extra` records in memory). */
+export async function loadSnapshot(
+  paths: readonly string[],
+  settings: Settings = defaultSettings,
+  generation = 1,
+  extra: readonly RecordInput[] = [],
+): Promise<LoadResult> {
+  const read = await readRecords(paths);
+  if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
+  return compileRecords([...read.records, ...toSourced(extra)], settings, generation);
+}
+
+/** Like `compileRecords`, but throws a `ConfigError` when the records are invalid. */
+export function buildSnapshot(records: readonly RecordInput[], settings: Settings = defaultSettings, generation = 1): Snapshot {
+  const result = compileRecords(records, settings, generation);
+  if (!result.ok) throw new ConfigError(result.errors, result.warnings);
+  return result.snapshot;
+}

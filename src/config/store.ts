@@ -1,0 +1,182 @@
+/**
+ * The live configuration of a running process: the current snapshot, swapped whole on a valid
+ * reload and kept on an invalid one (DESIGN §2). A rejected reload logs every error, records them in
+ * `lastErrors` / `lastErrorAt` for `/config`, and leaves the process serving what it had; nothing of
+ * a rejected set is applied. `watch()` watches the folders that hold the config files, not the
+ * files, so a file replaced by rename (editors, `kubectl` ConfigMap `..data` swaps) is seen; events
+ * are debounced (100 ms) into one reload, and reloads run one at a time. SIGHUP is wired by the CLI
+ * to `reload()`. `open()` throws a `ConfigError` when the first load is invalid.
+ */
+import { EventEmitter } from 'node:events';
+import { statSync, watch as watchFs, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Logger } from 'pino';
+import { isConfigFileName } from './load.js';
+import type { Settings, Snapshot } from './model.js';
+import { ConfigError, compileRecords, defaultSettings, loadSnapshot, type LoadResult, type RecordInput } from './snapshot.js';
+
+export interface ConfigStoreOptions {
+  /** Files and folders to read (`--config`). */
+  readonly paths?: readonly string[];
+  /** Records held in memory (the built-in demo), added after those of `paths`. */
+  readonly records?: readonly RecordInput[];
+  readonly settings?: Settings;
+  readonly logger: Logger;
+  /** Quiet time after the last file event before reloading; default 100 ms. */
+  readonly debounceMs?: number;
+  /** Wall clock for `lastErrorAt`; default `Date.now`. */
+  readonly now?: () => number;
+}
+
+interface Events {
+  change: [snapshot: Snapshot];
+}
+
+/** File names a watched folder's events are for; `all` for a folder given as a path. */
+type Interest = Set<string> | 'all';
+
+export class ConfigStore extends EventEmitter<Events> {
+  private snapshot: Snapshot;
+  private errors: readonly string[] | undefined;
+  private errorAt: Date | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private watchers: FSWatcher[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  private constructor(private readonly options: ConfigStoreOptions, first: Snapshot) {
+    super();
+    this.snapshot = first;
+  }
+
+  static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
+    const result = await load(options, 1);
+    if (!result.ok) throw new ConfigError(result.errors, result.warnings);
+    const store = new ConfigStore(options, result.snapshot);
+    store.logLoaded(result.snapshot);
+    return store;
+  }
+
+  get current(): Snapshot {
+    return this.snapshot;
+  }
+
+  /** The errors of the last rejected reload; cleared by the next valid one. */
+  get lastErrors(): readonly string[] | undefined {
+    return this.errors;
+  }
+
+  get lastErrorAt(): Date | undefined {
+    return this.errorAt;
+  }
+
+  /** Loads again; `true` when the new configuration was applied (and `change` emitted). */
+  reload(): Promise<boolean> {
+    const run = this.queue.then(() => this.reloadNow());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async reloadNow(): Promise<boolean> {
+    const result = await load(this.options, this.snapshot.generation + 1);
+    const { logger } = this.options;
+    if (!result.ok) {
+      this.errors = Object.freeze([...result.errors]);
+      this.errorAt = new Date((this.options.now ?? Date.now)());
+      for (const line of result.errors) logger.error(`configuration rejected: ${line}`);
+      logger.error({ errors: result.errors.length, generation: this.snapshot.generation }, 'configuration rejected: keeping the last good one');
+      return false;
+    }
+    this.snapshot = result.snapshot;
+    this.errors = undefined;
+    this.errorAt = undefined;
+    this.logLoaded(result.snapshot);
+    try {
+      this.emit('change', result.snapshot);
+    } catch (e) {
+      // The swap happened; a failing listener is its own bug, not a rejected configuration.
+      logger.error({ err: e }, 'configuration change listener failed');
+    }
+    return true;
+  }
+
+  /** Watches the folders of the config paths and reloads after changes. Idempotent. */
+  watch(): void {
+    if (this.watchers.length > 0) return;
+    for (const [dir, interest] of watchTargets(this.options.paths ?? [])) {
+      try {
+        const watcher = watchFs(dir, (_event, name) => {
+          if (isRelevant(interest, name)) this.schedule();
+        });
+        watcher.on('error', (err) => this.options.logger.warn({ err, dir }, 'configuration watch failed'));
+        this.watchers.push(watcher);
+      } catch (err) {
+        this.options.logger.warn({ err, dir }, 'cannot watch configuration folder');
+      }
+    }
+  }
+
+  /** Stops watching; the current snapshot stays readable. */
+  close(): void {
+    for (const w of this.watchers) w.close();
+    this.watchers = [];
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.reload();
+    }, this.options.debounceMs ?? 100);
+  }
+
+  private logLoaded(snapshot: Snapshot): void {
+    const { logger } = this.options;
+    for (const w of snapshot.warnings) logger.warn(`configuration: ${w}`);
+    logger.info(
+      { generation: snapshot.generation, records: snapshot.records.length, workloads: snapshot.workloads.size, warnings: snapshot.warnings.length },
+      'configuration loaded',
+    );
+  }
+}
+
+async function load(options: ConfigStoreOptions, generation: number): Promise<LoadResult> {
+  const settings = options.settings ?? defaultSettings;
+  const records = options.records ?? [];
+  try {
+    if (options.paths && options.paths.length > 0) return await loadSnapshot(options.paths, settings, generation, records);
+    return compileRecords(records, settings, generation);
+  } catch (e) {
+    // The pipeline answers invalid input with errors; an exception is a bug in it. A running process
+    // must still keep its configuration rather than die on a debounced reload.
+    return { ok: false, errors: [`configuration: internal error: ${(e as Error).message}`], warnings: [] };
+  }
+}
+
+/** Folder → what in it matters: a folder path's config files, or a file path's own name. */
+function watchTargets(paths: readonly string[]): Map<string, Interest> {
+  const targets = new Map<string, Interest>();
+  for (const path of paths) {
+    const isDir = statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+    if (isDir) {
+      targets.set(path, 'all');
+      continue;
+    }
+    const dir = dirname(path);
+    const interest = targets.get(dir) ?? new Set<string>();
+    if (interest !== 'all') interest.add(basename(path));
+    targets.set(dir, interest);
+  }
+  return targets;
+}
+
+/**
+ * Whether a folder event concerns the configuration. Names starting with `..` are Kubernetes'
+ * atomic-writer swaps (`..data`), which replace every file of a mounted ConfigMap at once; an event
+ * without a name (some platforms) could be anything.
+ */
+function isRelevant(interest: Interest, name: string | null): boolean {
+  if (name === null || name.startsWith('..')) return true;
+  return interest === 'all' ? isConfigFileName(name) : interest.has(name);
+}

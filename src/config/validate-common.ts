@@ -1,0 +1,209 @@
+/**
+ * Shape tables shared by several kinds: links, CIDRs, `host:port`, `spec.tracing` (org and GVC) and
+ * `spec.sidecar.envoy` (GVC and workload), plus the whole `org` and `location` tables. Each is a
+ * `Check` from schema.ts, so it reports every problem at its path and never throws.
+ */
+import type { Catalog } from './catalog.js';
+import { GVC_LINK_FORMS, LOCATION_LINK_FORMS, WORKLOAD_LINK_FORMS, linkOfKind, locationName } from './links.js';
+import { workloadGvc, type RawRecord } from './records.js';
+import {
+  anyObject, arr, bool, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
+} from './schema.js';
+import { NAME_MAX, NAME_PATTERN, NAME_RULE, isAddressOrCidr, isScalar, parseDuration, parseHostPort, regexError } from './values.js';
+
+export const strings: Check = arr(str());
+
+/** A record or container name (values.ts `NAME_PATTERN`, at most 64 characters). */
+export const plainName: Check = str({ max: NAME_MAX, test: [(s) => NAME_PATTERN.test(s), NAME_RULE] });
+
+const linkCheck = (kind: string, forms: string): Check => (v, at, r) => {
+  if (!linkOfKind(v, kind)) r.error(at, `must be a ${kind} link (${forms})`);
+};
+export const locationLink = linkCheck('location', LOCATION_LINK_FORMS);
+export const workloadLink = linkCheck('workload', WORKLOAD_LINK_FORMS);
+export const gvcLink = linkCheck('gvc', GVC_LINK_FORMS);
+
+/** A location as a plain name or a location link. */
+export const locationRef: Check = (v, at, r) => {
+  if (locationName(v) === undefined) r.error(at, `must be a location name or link (${LOCATION_LINK_FORMS})`);
+};
+
+export const cidr: Check = (v, at, r) => {
+  if (typeof v !== 'string' || !isAddressOrCidr(v)) r.error(at, 'must be an IPv4 or IPv6 address or CIDR range');
+};
+
+export const hostPort: Check = (v, at, r) => {
+  if (typeof v !== 'string' || !parseHostPort(v)) r.error(at, 'must be host:port (a host name or IP address, and a port from 1 to 65535)');
+};
+
+export const regex: Check = (v, at, r) => {
+  if (typeof v !== 'string') return r.error(at, 'must be a string');
+  const problem = regexError(v);
+  if (problem !== undefined) r.error(at, `does not compile: ${problem}`);
+};
+
+const durationObject: Check = obj({ seconds: int(0), nanos: int(0, 999_999_999) }, { closed: true });
+
+/** A protobuf duration: a string (`1s`, `0.5s`, Go syntax) or `{seconds, nanos}`. */
+const protoDuration: Check = (v, at, r) => {
+  if (typeof v !== 'string') return durationObject(v, at, r);
+  if (parseDuration(v) === undefined) r.error(at, 'must be a duration such as 1s or 0.5s, or {seconds, nanos}');
+};
+
+/** The GVC of a workload or deployment (`gvc`, or its links): given, well-formed and defined. */
+export function checkGvc(record: RawRecord, catalog: Catalog, r: Report): string | undefined {
+  const gvc = workloadGvc(record);
+  if (gvc === undefined) {
+    if (record.gvc === undefined) r.error('gvc', 'is required (the GVC name, or a links entry with rel gvc)');
+    else r.error('gvc', `must be a GVC name or link (${GVC_LINK_FORMS})`);
+    return undefined;
+  }
+  if (!catalog.gvcs.has(gvc)) {
+    r.error('gvc', `points to gvc ${gvc}, which is not defined`);
+    return undefined;
+  }
+  return gvc;
+}
+
+/** An absolute link names its org: when there is an org record, it must be that one. */
+export function checkLinkOrg(link: { readonly org?: string } | undefined, catalog: Catalog, at: string, r: Report): void {
+  const org = catalog.org?.name;
+  if (link?.org !== undefined && typeof org === 'string' && link.org !== org) {
+    r.error(at, `points to org ${link.org}, but the org record is ${org}`);
+  }
+}
+
+// ---- tracing ---------------------------------------------------------------------------------
+
+const otelEndpoint: Check = str({
+  nonEmpty: true,
+  test: [
+    (s) => parseHostPort(s) !== undefined || /^https?:\/\/[^/\s]+(?:\/\S*)?$/.test(s),
+    'must be host:port (OTLP/gRPC) or an http:// or https:// URL (OTLP/HTTP)',
+  ],
+});
+const vendorTracer: Check = obj({ endpoint: str({ nonEmpty: true }), credentials: str() });
+
+const customTag: Check = (v, at, r) => {
+  if (isScalar(v)) return;
+  const literal = isObject(v) && isObject(v.literal) ? v.literal : undefined;
+  if (!literal || !isScalar(literal.value)) r.error(at, 'must be a string or {literal: {value: STRING}}');
+};
+
+const PROVIDER_OWN = ['otel', 'controlplane'];
+const provider: Check = obj(
+  { otel: obj({ endpoint: otelEndpoint }, { required: ['endpoint'] }), controlplane: anyObject },
+  {
+    refine: (o, at, r) => {
+      const vendors = Object.keys(o).filter((k) => !PROVIDER_OWN.includes(k));
+      if (vendors.length > 1) r.error(at, `at most one tracing-vendor member besides otel and controlplane (found ${vendors.join(', ')})`);
+      for (const k of vendors) vendorTracer(o[k], member(at, k), r);
+    },
+  },
+);
+
+const TRACING_OWN = ['sampling', 'customTags', 'provider'];
+export const tracing: Check = obj(
+  { sampling: num(0, 100), customTags: mapOf(customTag), provider },
+  {
+    refine: (o, at, r) => {
+      // Any other member is the legacy `spec.tracing.<vendor>` form.
+      const legacy = Object.keys(o).filter((k) => !TRACING_OWN.includes(k));
+      if (legacy.length > 1) r.error(at, `at most one tracing-vendor member (found ${legacy.join(', ')})`);
+      for (const k of legacy) vendorTracer(o[k], member(at, k), r);
+    },
+  },
+);
+
+// ---- sidecar.envoy ---------------------------------------------------------------------------
+
+const ACCESS_LOG_NAME = 'envoy.access_loggers.http_grpc';
+
+const accessLog: Check = obj({
+  priority: num(),
+  name: oneOf([ACCESS_LOG_NAME]),
+  excludedWorkloads: strings,
+  typed_config: obj({
+    common_config: obj({
+      log_name: str(),
+      grpc_service: anyObject,
+      transport_api_version: oneOf(['AUTO', 'V2', 'V3']),
+      buffer_flush_interval: protoDuration,
+      buffer_size_bytes: int(0),
+      filter_state_objects_to_log: strings,
+      grpc_stream_retry_policy: anyObject,
+    }),
+    additional_request_headers_to_log: strings,
+    additional_response_headers_to_log: strings,
+    additional_response_trailers_to_log: strings,
+  }),
+});
+
+const cluster: Check = obj({
+  name: str({ nonEmpty: true }),
+  excludedWorkloads: strings,
+  type: oneOf(['STATIC', 'STRICT_DNS', 'LOGICAL_DNS', 'EDS', 'ORIGINAL_DST']),
+  load_assignment: obj({ cluster_name: str(), endpoints: arr(), policy: anyObject }),
+});
+
+const named: Check = obj({ name: str({ nonEmpty: true }) }, { required: ['name'] });
+
+/** Envoy's route match, the subset the exclusion matcher implements (DESIGN §7). */
+const routeMatch: Check = obj(
+  {
+    prefix: str({ test: [(s) => s.startsWith('/'), 'must start with /'] }),
+    path: str({ test: [(s) => s.startsWith('/'), 'must start with /'] }),
+    safe_regex: obj({ regex, google_re2: anyObject }, { required: ['regex'], closed: true }),
+    headers: arr(named),
+    query_parameters: arr(named),
+    case_sensitive: bool,
+  },
+  {
+    closed: true,
+    refine: (o, at, r) => exactlyOne(o, ['prefix', 'path', 'safe_regex'], at, r),
+  },
+);
+
+const port = int(1, 65535);
+const exclusion = (withSvcPort: boolean): Check => {
+  const fields: Fields = withSvcPort ? { match: routeMatch, port, svcPort: port } : { match: routeMatch, port };
+  const names = Object.keys(fields).join(', ');
+  return obj(fields, {
+    closed: true,
+    refine: (o, at, r) => {
+      // An empty entry would exclude every request from the filter: say what it matches.
+      if (Object.keys(fields).every((k) => isAbsent(o[k]))) r.error(at, `must have at least one of ${names}`);
+    },
+  });
+};
+
+export const sidecar: Check = obj(
+  {
+    envoy: obj(
+      {
+        accessLog: arr(accessLog),
+        clusters: arr(cluster),
+        excludedExternalAuth: arr(exclusion(true)),
+        excludedRateLimit: arr(exclusion(false)),
+      },
+      { closed: true },
+    ),
+  },
+  { closed: true },
+);
+
+// ---- org and location ------------------------------------------------------------------------
+
+export const orgShape: Check = obj({
+  spec: obj({ tracing }),
+  status: obj({
+    endpointPrefix: str({ test: [(s) => NAME_PATTERN.test(s) && s.length <= 63, 'must be a DNS label: lowercase letters, digits and hyphens'] }),
+  }),
+});
+
+export const locationShape: Check = obj({
+  provider: str({ nonEmpty: true }),
+  region: str({ nonEmpty: true }),
+  spec: obj({ enabled: bool }),
+  status: obj({ latencyMs: num(0) }),
+});
