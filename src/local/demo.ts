@@ -39,7 +39,10 @@ export function demoRecords(echoScriptPath: string, nodePath: string): RawRecord
           },
         ],
         defaultOptions: { autoscaling: { minScale: 1 }, debug: true, timeoutSeconds: 5 },
-        firewallConfig: { external: { inboundAllowCIDR: ['0.0.0.0/0', '::/0'] } },
+        firewallConfig: {
+          external: { inboundAllowCIDR: ['0.0.0.0/0', '::/0'] },
+          internal: { inboundAllowType: 'same-org' },
+        },
       },
     },
   ];

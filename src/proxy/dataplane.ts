@@ -35,6 +35,7 @@ import type { ListenerHandlers } from './listener.js';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { proxyWebSocket } from './websocket.js';
+import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -120,12 +121,16 @@ export class DataPlane implements ExchangeObserver {
     };
   }
 
-  /** A mesh (outbound) listener: internal host names only. */
-  meshHandlers(listener: { port: number }): ListenerHandlers {
+  /**
+   * A mesh (outbound) listener: answers internal host names (and every other workload host) for
+   * callers inside the mesh. `caller` is the identity of the workload whose outbound traffic this
+   * listener carries; the target's internal firewall decides whether it may call (DESIGN §4).
+   */
+  meshHandlers(listener: { port: number }, caller: MeshCaller = {}): ListenerHandlers {
     return {
-      request: (req, res) => this.onIngressRequest(req, res, listener.port, false, 'mesh'),
-      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, false, 'mesh'),
-      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'mesh'),
+      request: (req, res) => this.onIngressRequest(req, res, listener.port, false, 'mesh', caller),
+      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, false, 'mesh', caller),
+      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'mesh', caller),
     };
   }
 
@@ -168,7 +173,7 @@ export class DataPlane implements ExchangeObserver {
     return ex;
   }
 
-  private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh'): void {
+  private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     const ex = this.start(req, res, tls);
     if (!ex) return;
     const table = this.table;
@@ -177,6 +182,7 @@ export class DataPlane implements ExchangeObserver {
     if (!route) return ex.reply({ code: 'NO_ROUTE' });
     const workload = route.workload;
     ex.workload = workload;
+    if (caller && isInternal(target) && !internalFirewall(workload)(caller)) return ex.reply({ code: 'FIREWALL_BLOCKED' });
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], gvc?.trustedProxies ?? 0);
     ex.debug = route.canonical && workload.defaultOptions.debug && req.headers[table.headers.debug] === 'true';
@@ -337,7 +343,7 @@ export class DataPlane implements ExchangeObserver {
   // ---- upgrades (WebSocket) and CONNECT (tcp ports) ---------------------------------------------
 
   /** Resolve an upgrade or CONNECT to one replica address, or answer on the raw socket. */
-  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh'): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string } | undefined {
+  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string } | undefined {
     const norm = req.method === 'CONNECT' ? { ok: true as const, path: '/', query: '' } : normalizePath(req.url ?? '/');
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
@@ -348,6 +354,9 @@ export class DataPlane implements ExchangeObserver {
     const route = target && this.route(table, target, fake);
     if (!route) return void rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, requestId, 'NO_ROUTE');
     const { workload } = route;
+    if (caller && isInternal(target) && !internalFirewall(workload)(caller)) {
+      return void rejectUpgrade(socket, 403, ERRORS.FIREWALL_BLOCKED.message, requestId, 'FIREWALL_BLOCKED');
+    }
     if (workload.globallySuspended) return void rejectUpgrade(socket, 503, ERRORS.SUSPENDED.message, requestId, 'SUSPENDED');
     const { replicas, deps } = this.opts;
     const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, replicas, this.opts.latencyOf ?? noLatency));
@@ -360,9 +369,9 @@ export class DataPlane implements ExchangeObserver {
     return { address, workload, port: route.port, requestId, path: route.upstreamPath };
   }
 
-  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, _tls: boolean, listener: 'external' | 'mesh'): void {
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, _tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     socket.on('error', () => socket.destroy());
-    const picked = this.pick(req, socket, req.headers.host ?? '', port, listener);
+    const picked = this.pick(req, socket, req.headers.host ?? '', port, listener, caller);
     if (!picked) return;
     req.url = picked.path;
     req.headers['x-request-id'] = picked.requestId;
@@ -373,9 +382,9 @@ export class DataPlane implements ExchangeObserver {
   }
 
   /** CONNECT host:port to a workload's `tcp` port: a raw tunnel. Never an open proxy. */
-  private onConnect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, listener: 'external' | 'mesh'): void {
+  private onConnect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     socket.on('error', () => socket.destroy());
-    const picked = this.pick(req, socket, req.url ?? '', port, listener);
+    const picked = this.pick(req, socket, req.url ?? '', port, listener, caller);
     if (!picked) return;
     if (protocolOf(picked.port) !== 'tcp') return rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, picked.requestId, 'NO_ROUTE');
     const upstream = net.connect(picked.address.port, picked.address.host);
@@ -427,6 +436,10 @@ export class DataPlane implements ExchangeObserver {
       });
     }
   }
+}
+
+function isInternal(target: HostTarget | undefined): boolean {
+  return target?.kind === 'internal' || target?.kind === 'internal-replica';
 }
 
 function noLatency(): undefined {

@@ -168,7 +168,13 @@ export class Runtime {
       const s = opts.sidecar!;
       return dataplane.sidecarHandlers({ workload: s.workload, location: s.location, replica: s.replica, app: parseHostPort(s.app) }, { tls: listener.tls });
     }
-    if (mesh) return dataplane.meshHandlers({ port: listener.address.port });
+    if (mesh) {
+      // A sidecar's mesh listener carries its own workload's outbound calls; elsewhere the caller has
+      // no workload identity and counts as a member of the org.
+      const s = opts.sidecar;
+      const caller = s ? { workload: s.workload, gvc: s.workload.split('/')[0]! } : {};
+      return dataplane.meshHandlers({ port: listener.address.port }, caller);
+    }
     return dataplane.ingressHandlers({ port: listener.address.port, tls: listener.tls });
   }
 

@@ -303,3 +303,27 @@ t.test('admin: healthz, ready, metrics, config', async (t) => {
   t.match(config, /\[redacted\]/);
   t.equal((await get('/nope')).status, 404);
 });
+
+t.test('internal endpoints: mesh listener only, internal firewall, declared ports only', async (t) => {
+  const up = await startHttpServer(t, echoHandler('inside'));
+  const replicas = { 'aws-us-east-2': [`127.0.0.1:${up.port}`] };
+  const closed = await startPlane(t, records({ replicas }), { mesh: ['127.0.0.1:0'] });
+  await closed.ready();
+  const meshPort = closed.runtime.meshListeners[0]!.address.port;
+  const blocked = await request(meshPort, 'api.shop.internal.localhost:8080', '/');
+  t.equal(blocked.status, 403, 'inboundAllowType defaults to none');
+  t.equal(JSON.parse(blocked.body).message, 'blocked by firewall');
+
+  const open = await startPlane(t, records({ replicas, workloadSpec: { firewallConfig: { internal: { inboundAllowType: 'same-org' } } } }), {
+    mesh: ['127.0.0.1:0'],
+  });
+  await open.ready();
+  const port = open.runtime.meshListeners[0]!.address.port;
+  const ok = await request(port, 'api.shop.internal.localhost:8080', '/x');
+  t.equal(ok.status, 200);
+  t.equal(JSON.parse(ok.body).name, 'inside');
+  t.equal((await request(port, 'api.shop.internal.localhost', '/')).status, 200, 'the port defaults to the first declared port');
+  t.equal((await request(port, 'replica-0.api.aws-us-east-2.shop.internal.localhost:8080', '/')).status, 200);
+  t.equal((await request(port, 'api.shop.internal.localhost:9999', '/')).status, 404, 'undeclared ports have no route');
+  t.equal((await request(open.port, 'api.shop.internal.localhost:8080', '/')).status, 404, 'never on the external listener');
+});
