@@ -79,6 +79,8 @@ export class DataPlane implements ExchangeObserver {
   private readonly factories: FilterFactories;
   private readonly forwardHooks: ForwardHooks;
   private inFlight = 0;
+  /** For `svc/publishNotReadyAddresses`: a location counts when it has any replica, ready or not. */
+  private readonly anyReplica = { hasReady: (workload: string, location: string) => this.opts.replicas.list(workload, location).length > 0 };
   private drainWaiters: (() => void)[] = [];
 
   constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
@@ -237,7 +239,7 @@ export class DataPlane implements ExchangeObserver {
     if (location !== undefined) {
       if (workload.locationOptions.get(location)?.suspend) return ex.reply({ code: 'SUSPENDED' });
     } else {
-      const candidates = geoCandidates(table.snapshot, workload, replicas, this.opts.latencyOf ?? noLatency);
+      const candidates = geoCandidates(table.snapshot, workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency);
       location = chooseLocation(candidates);
       if (location === undefined) {
         const allSuspended = candidates.length > 0 && candidates.every((c) => workload.locationOptions.get(c.name)?.suspend);
@@ -359,7 +361,7 @@ export class DataPlane implements ExchangeObserver {
     }
     if (workload.globallySuspended) return void rejectUpgrade(socket, 503, ERRORS.SUSPENDED.message, requestId, 'SUSPENDED');
     const { replicas, deps } = this.opts;
-    const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, replicas, this.opts.latencyOf ?? noLatency));
+    const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency));
     const list = location === undefined ? [] : replicas.list(workload.key, location);
     const replica = route.fixedReplica !== undefined
       ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))

@@ -1,0 +1,84 @@
+/**
+ * Ingress and sidecar as separate listeners, as deployed: the ingress dials a replica's sidecar
+ * (`deployment` replica `sidecar`), the sidecar forwards to its app. Also the drain on stop: requests
+ * in flight finish, new connections are refused.
+ */
+import t from 'tap';
+import net from 'node:net';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane } from '../helpers/harness.js';
+
+const CANONICAL = `api-${ALIAS}.app.localhost`;
+
+t.test('ingress → sidecar → app', async (t) => {
+  const app = await startHttpServer(t, echoHandler('app'));
+  const base = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } });
+  const sidecar = await startPlane(t, base, {
+    role: 'sidecar',
+    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
+  });
+  const direct = await request(sidecar.port, CANONICAL, '/from-sidecar');
+  t.equal(direct.status, 200);
+  t.equal(JSON.parse(direct.body).url, '/from-sidecar');
+
+  const withSidecar = base.map((r) =>
+    r.kind === 'deployment'
+      ? { ...r, status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'api-0', address: `127.0.0.1:${app.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
+      : r,
+  );
+  const ingress = await startPlane(t, withSidecar, { location: 'aws-us-east-2' });
+  await ingress.ready();
+  const res = await request(ingress.port, CANONICAL, '/through?x=1', { headers: { 'x-request-id': 'trace-me' } });
+  t.equal(res.status, 200);
+  const seen = JSON.parse(res.body);
+  t.equal(seen.url, '/through?x=1');
+  t.equal(seen.headers['x-request-id'], 'trace-me', 'the request id survives both hops');
+  t.equal(seen.headers['x-forwarded-for'], '127.0.0.1, 127.0.0.1', 'each hop appends its peer');
+  t.equal(seen.headers.host, CANONICAL);
+
+  const unknown = await startPlane(t, base, {
+    role: 'sidecar',
+    sidecar: { workload: 'shop/missing', location: 'aws-us-east-2', replica: 'x-0', app: `127.0.0.1:${app.port}` },
+  });
+  t.equal((await request(unknown.port, CANONICAL, '/')).status, 404, 'a sidecar for a workload not in the config has no route');
+});
+
+t.test('publishNotReadyAddresses admits not-ready replicas on internal endpoints only', async (t) => {
+  const app = await startHttpServer(t, echoHandler('warming'));
+  const recs = records({
+    replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
+    tags: { 'svc/publishNotReadyAddresses': true },
+    workloadSpec: { firewallConfig: { internal: { inboundAllowType: 'same-org' }, external: { inboundAllowCIDR: ['0.0.0.0/0'] } } },
+  });
+  const deployment = recs.find((r) => r.kind === 'deployment') as { status: { locations: { replicas: Record<string, unknown>[] }[] } };
+  deployment.status.locations[0]!.replicas[0]!.ready = false;
+  const plane = await startPlane(t, recs, { mesh: ['127.0.0.1:0'] });
+  const meshPort = plane.runtime.meshListeners[0]!.address.port;
+  t.equal((await request(meshPort, 'api.shop.internal.localhost:8080', '/')).status, 200, 'internal endpoint reaches the not-ready replica');
+  t.equal((await request(plane.port, CANONICAL, '/')).status, 503, 'the canonical endpoint does not');
+});
+
+t.test('stop drains: in-flight requests finish, new connections are refused', async (t) => {
+  const slow = await startHttpServer(t, (_req, res) => {
+    setTimeout(() => res.end('finished'), 500);
+  });
+  const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${slow.port}`] } }));
+  await plane.ready();
+  const inflight = request(plane.port, CANONICAL, '/');
+  await new Promise((r) => setTimeout(r, 100));
+  const stopping = plane.runtime.stop(5000);
+  await new Promise((r) => setTimeout(r, 50));
+  const refused = await new Promise<boolean>((resolve) => {
+    const s = net.connect(plane.port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', () => resolve(true));
+  });
+  t.ok(refused, 'new connections are refused while draining');
+  t.equal((await fetch(plane.adminUrl + '/ready').catch(() => ({ status: 0 }))).status === 200, false, 'not ready while draining');
+  const res = await inflight;
+  t.equal(res.status, 200);
+  t.equal(res.body, 'finished', 'the in-flight request completed');
+  await stopping;
+});
