@@ -137,9 +137,9 @@ export class DataPlane implements ExchangeObserver {
   }
 
   /** A standalone sidecar's inbound listener: filters, then the app. */
-  sidecarHandlers(identity: SidecarIdentity, listener: { tls: boolean }): ListenerHandlers {
+  sidecarHandlers(identity: SidecarIdentity, listener: { port: number; tls: boolean }): ListenerHandlers {
     return {
-      request: (req, res) => this.onSidecarRequest(req, res, identity, listener.tls),
+      request: (req, res) => this.onSidecarRequest(req, res, identity, listener.tls, listener.port),
       upgrade: (req, socket, head) => {
         const ex = this.start(req, undefined, listener.tls);
         if (!ex) return rejectUpgrade(socket, 400, 'bad request', '');
@@ -150,7 +150,7 @@ export class DataPlane implements ExchangeObserver {
 
   // ---- the pipeline ----------------------------------------------------------------------------
 
-  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean): Exchange | undefined {
+  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean, port = 0): Exchange | undefined {
     const norm = normalizePath(req.url ?? '/');
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
@@ -164,7 +164,8 @@ export class DataPlane implements ExchangeObserver {
       norm.ok ? norm.query : '',
       host, peer, this.opts.deps.clock.now(), this.opts.deps.clock, this,
     );
-    (ex as { tls?: boolean }).tls = tls;
+    ex.tls = tls;
+    ex.listenerPort = port;
     res.once('close', () => {
       if (!ex.isFinished) ex.abort(new Error('client closed'));
     });
@@ -176,7 +177,7 @@ export class DataPlane implements ExchangeObserver {
   }
 
   private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
-    const ex = this.start(req, res, tls);
+    const ex = this.start(req, res, tls, port);
     if (!ex) return;
     const table = this.table;
     const target = resolveHost(table.hosts, ex.host, listener, port);
@@ -283,16 +284,17 @@ export class DataPlane implements ExchangeObserver {
     }
     const app = appAddress(replica, route.port);
     if (!app) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    ex.targetPort = route.port?.number;
     const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return this.forward(ex, app, protocol, route.upstreamPath, headers);
     runChain(chain, ex, (result) => {
       if (result) return ex.reply(result);
-      this.forward(ex, app, protocol, route.upstreamPath, applyMutations(ex, headers));
+      this.forward(ex, app, protocol, withQueryMutations(ex, route.upstreamPath), applyMutations(ex, headers));
     });
   }
 
-  private onSidecarRequest(req: DownstreamRequest, res: DownstreamResponse, identity: SidecarIdentity, tls: boolean): void {
-    const ex = this.start(req, res, tls);
+  private onSidecarRequest(req: DownstreamRequest, res: DownstreamResponse, identity: SidecarIdentity, tls: boolean, port: number): void {
+    const ex = this.start(req, res, tls, port);
     if (!ex) return;
     const table = this.table;
     const workload = table.snapshot.workloads.get(identity.workload);
@@ -317,11 +319,12 @@ export class DataPlane implements ExchangeObserver {
       }
     });
     const protocol = protocolOf(workload.primaryPort);
+    ex.targetPort = workload.primaryPort?.number;
     const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return this.forward(ex, identity.app, protocol, ex.pathWithQuery, headers);
     runChain(chain, ex, (result) => {
       if (result) return ex.reply(result);
-      this.forward(ex, identity.app, protocol, ex.pathWithQuery, applyMutations(ex, headers));
+      this.forward(ex, identity.app, protocol, withQueryMutations(ex, ex.pathWithQuery), applyMutations(ex, headers));
     });
   }
 
@@ -452,6 +455,18 @@ function appAddress(replica: Replica, port: PortModel | undefined): HostPort | u
   if (port) return replica.ports.get(port.number);
   for (const address of replica.ports.values()) return address;
   return undefined;
+}
+
+/** Apply the query-parameter mutations the filters asked for (ext_authz `query_parameters_to_set/remove`). */
+function withQueryMutations(ex: Exchange, pathWithQuery: string): string {
+  if (!ex.upstreamQuerySet && !ex.upstreamQueryRemove) return pathWithQuery;
+  const q = pathWithQuery.indexOf('?');
+  const path = q < 0 ? pathWithQuery : pathWithQuery.slice(0, q);
+  const params = new URLSearchParams(q < 0 ? '' : pathWithQuery.slice(q + 1));
+  if (ex.upstreamQueryRemove) for (const name of ex.upstreamQueryRemove) params.delete(name);
+  if (ex.upstreamQuerySet) for (const [name, value] of ex.upstreamQuerySet) params.set(name, value);
+  const query = params.toString();
+  return query ? `${path}?${query}` : path;
 }
 
 /** Apply the upstream header mutations the filters asked for. */

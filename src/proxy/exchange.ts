@@ -5,6 +5,7 @@
  * request (answered, reset, client gone, timed out) may call it.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { WorkloadModel } from '../config/model.js';
 import type { Replica } from '../routing/replicas.js';
 import type { Clock, Timer } from '../deps.js';
@@ -33,6 +34,20 @@ export class Exchange {
   upstreamSet: [string, string][] | undefined = undefined;
   /** Headers the filters remove from the upstream request. */
   upstreamRemove: string[] | undefined = undefined;
+  /** Query parameters the filters set (replacing) or remove on the upstream request (ext_authz). */
+  upstreamQuerySet: [string, string][] | undefined = undefined;
+  upstreamQueryRemove: string[] | undefined = undefined;
+  /**
+   * The request body to send upstream instead of the downstream stream: a filter that read the first
+   * bytes (ext_authz with the body) puts them back in front of the rest here.
+   */
+  bodyOverride: Readable | undefined = undefined;
+  /** The container port number the request is for (`svcPort` exclusions, `externalAuthListenPort`). */
+  targetPort: number | undefined = undefined;
+  /** The listener port the request arrived on. */
+  listenerPort = 0;
+  /** Whether the downstream connection is TLS. */
+  tls = false;
   /** Debug headers (`x-svc-location` / `x-svc-replica`) go on the response. */
   debug = false;
   timedOut = false;

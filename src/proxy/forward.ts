@@ -100,7 +100,7 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
 /** Forward over HTTP/1.1 through an undici pool. */
 export function forwardHttp1(exchange: Exchange, pool: Pool, path: string, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
   const req = exchange.req;
-  const body = hasBody(exchange) ? (req as Readable) : null;
+  const body = exchange.bodyOverride ?? (hasBody(exchange) ? (req as Readable) : null);
   exchange.upstreamStartedAt = performance.now();
   pool.dispatch(
     {
@@ -125,7 +125,7 @@ export function forwardHttp2(
   hooks: ForwardHooks,
 ): void {
   const req = exchange.req;
-  const withBody = hasBody(exchange);
+  const withBody = exchange.bodyOverride !== undefined || hasBody(exchange);
   const h2headers: http2.OutgoingHttpHeaders = {
     ':method': req.method ?? 'GET',
     ':path': path,
@@ -145,8 +145,9 @@ export function forwardHttp2(
     if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
   };
   if (withBody) {
-    (req as Readable).pipe(stream);
-    (req as Readable).on('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
+    const source = exchange.bodyOverride ?? (req as Readable);
+    source.pipe(stream);
+    source.on('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
   }
   const res = exchange.res;
   stream.on('response', (upstreamHeaders, flags) => {

@@ -16,6 +16,7 @@ import { ReplicaRegistry, type Replica } from '../routing/replicas.js';
 import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
 import { listen, type Listener, type ListenerHandlers } from '../proxy/listener.js';
 import type { FilterFactories } from '../proxy/routes.js';
+import { defaultFactories } from '../proxy/policy.js';
 import { startProbing } from '../local/probe.js';
 import { parseHostPort } from './address.js';
 
@@ -82,7 +83,7 @@ export class Runtime {
       deps,
       metrics,
       accessLog: opts.logger.child({ component: 'access' }),
-      ...(opts.factories ? { factories: opts.factories } : {}),
+      factories: opts.factories ?? defaultFactories(),
       ...(own ? { latencyOf: (loc: string) => (loc === own ? 0 : undefined) } : {}),
     });
     runtime = new Runtime(opts, store, deps, metrics, replicas, dataplane);
@@ -166,7 +167,7 @@ export class Runtime {
     const { opts, dataplane } = this;
     if (opts.role === 'sidecar' && !mesh) {
       const s = opts.sidecar!;
-      return dataplane.sidecarHandlers({ workload: s.workload, location: s.location, replica: s.replica, app: parseHostPort(s.app) }, { tls: listener.tls });
+      return dataplane.sidecarHandlers({ workload: s.workload, location: s.location, replica: s.replica, app: parseHostPort(s.app) }, { port: listener.address.port, tls: listener.tls });
     }
     if (mesh) {
       // A sidecar's mesh listener carries its own workload's outbound calls; elsewhere the caller has
