@@ -28,11 +28,11 @@ import { normalizePath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, ERRORS, errorBody } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
-import { runChain, EMPTY_CHAIN } from './filters.js';
+import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import type { ListenerHandlers } from './listener.js';
-import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable } from './routes.js';
+import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { proxyWebSocket } from './websocket.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
@@ -76,6 +76,8 @@ const NO_FILTERS: FilterFactories = { ingress: [], sidecar: [] };
 export class DataPlane implements ExchangeObserver {
   private table: RouteTable;
   readonly upstreams = new Upstreams();
+  /** Clients of outside services (auth, rate limit), kept across reloads. */
+  readonly shared = new SharedResources();
   private readonly factories: FilterFactories;
   private readonly forwardHooks: ForwardHooks;
   private inFlight = 0;
@@ -85,7 +87,7 @@ export class DataPlane implements ExchangeObserver {
 
   constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
     this.factories = opts.factories ?? NO_FILTERS;
-    this.table = buildRouteTable(snapshot, this.factories, opts.deps);
+    this.table = buildRouteTable(snapshot, this.factories, this.tableDeps());
     this.forwardHooks = { responseHeaders: (ex) => this.debugHeaders(ex) };
   }
 
@@ -99,7 +101,7 @@ export class DataPlane implements ExchangeObserver {
 
   /** Swap in a new configuration; requests in flight finish on the old one. */
   update(snapshot: Snapshot): void {
-    this.table = buildRouteTable(snapshot, this.factories, this.opts.deps);
+    this.table = buildRouteTable(snapshot, this.factories, this.tableDeps());
   }
 
   /** Resolves once no request is in flight. */
@@ -109,7 +111,11 @@ export class DataPlane implements ExchangeObserver {
   }
 
   async close(): Promise<void> {
-    await this.upstreams.close();
+    await Promise.all([this.upstreams.close(), this.shared.close()]);
+  }
+
+  private tableDeps(): RouteTableDeps {
+    return { deps: this.opts.deps, metrics: this.opts.metrics, shared: this.shared };
   }
 
   // ---- handlers per listener -------------------------------------------------------------------

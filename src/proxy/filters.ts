@@ -7,6 +7,7 @@
  */
 import type { GvcModel, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
+import type { Metrics } from '../admin/metrics.js';
 import type { LocalReply } from './errors.js';
 import type { Exchange } from './exchange.js';
 
@@ -22,6 +23,32 @@ export interface FilterContext {
   readonly workload: WorkloadModel;
   readonly gvc: GvcModel | undefined;
   readonly deps: Deps;
+  readonly metrics: Metrics;
+  /** Clients that outlive one snapshot (gRPC channels to an auth or rate-limit service). */
+  readonly shared: SharedResources;
+}
+
+/**
+ * Long-lived objects keyed by what they connect to, created on first use and kept across reloads
+ * for the data plane's lifetime; `close()` on each when the data plane closes.
+ */
+export class SharedResources {
+  private readonly items = new Map<string, { close?(): unknown }>();
+
+  get<T extends { close?(): unknown }>(key: string, create: () => T): T {
+    let item = this.items.get(key) as T | undefined;
+    if (!item) {
+      item = create();
+      this.items.set(key, item);
+    }
+    return item;
+  }
+
+  async close(): Promise<void> {
+    const items = [...this.items.values()];
+    this.items.clear();
+    await Promise.all(items.map(async (item) => item.close?.()));
+  }
 }
 
 /** Builds a workload's filter, or `undefined` when the workload's policy does not use it. */

@@ -133,8 +133,15 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void
     socket.off('error', onError);
     socket.pause();
     socket.unshift(data);
-    (isPrefix ? h2 : h1).emit('connection', socket);
-    socket.resume();
+    if (isPrefix) {
+      // The HTTP/2 session consumes the socket's handle and feeds itself the unshifted bytes with
+      // socket.read() on the next tick; resuming here would flow them out as 'data' events that
+      // nobody hears, and the session would see a bad preface.
+      h2.emit('connection', socket);
+    } else {
+      h1.emit('connection', socket);
+      socket.resume();
+    }
   };
   const onError = (): void => {
     socket.destroy();

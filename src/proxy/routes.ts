@@ -6,7 +6,8 @@
 import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
 import { buildHostIndex, type HostIndex } from '../routing/index.js';
-import { buildChain, type Chain, type FilterFactory } from './filters.js';
+import { buildChain, type Chain, type FilterFactory, type SharedResources } from './filters.js';
+import type { Metrics } from '../admin/metrics.js';
 
 export interface VendorHeaders {
   debug: string;
@@ -38,11 +39,17 @@ export function vendorHeaders(vendor: string): VendorHeaders {
   };
 }
 
-export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, deps: Deps): RouteTable {
+export interface RouteTableDeps {
+  readonly deps: Deps;
+  readonly metrics: Metrics;
+  readonly shared: SharedResources;
+}
+
+export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps): RouteTable {
   const ingressChains = new Map<string, Chain>();
   const sidecarChains = new Map<string, Chain>();
   for (const workload of snapshot.workloads.values()) {
-    const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), deps };
+    const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), ...env };
     ingressChains.set(workload.key, buildChain(factories.ingress, ctx));
     sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
   }
