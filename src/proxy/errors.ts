@@ -57,6 +57,19 @@ export interface LocalReply {
   details?: Record<string, unknown>;
 }
 
+/**
+ * gRPC's percent-encoding of `grpc-message`: bytes outside printable ASCII, and `%` itself, become
+ * `%XX` of their UTF-8 bytes; everything else is sent as is (gRPC over HTTP/2 spec).
+ */
+export function grpcMessage(message: string): string {
+  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
+  let out = '';
+  for (const byte of Buffer.from(message, 'utf8')) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
 export function isGrpcRequest(req: DownstreamRequest): boolean {
   const ct = req.headers['content-type'];
   return typeof ct === 'string' && ct.startsWith('application/grpc');
@@ -80,7 +93,7 @@ export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, 
       ...reply.headers,
       'content-type': 'application/grpc',
       'grpc-status': String(reply.code === 'AUTH_DENIED' && reply.status ? grpcStatusForHttp(status) : entry.grpc),
-      'grpc-message': encodeURIComponent(message),
+      'grpc-message': grpcMessage(message),
       'x-request-id': requestId,
     };
     const stream = (res as Http2ServerResponse).stream;
