@@ -14,6 +14,8 @@ export class Metrics {
   readonly openConnections: Gauge;
   readonly configReloads: Counter<'result'>;
   readonly replicasReady: Gauge<'workload' | 'location'>;
+  readonly ejections: Counter<'workload' | 'location'>;
+  readonly retries: Counter<'workload'>;
   private readonly requestChildren = new Map<string, { inc(): void }[]>();
   private readonly latencyChildren = new Map<string, { observe(value: number): void }>();
 
@@ -51,6 +53,18 @@ export class Metrics {
       name: 'svcproxy_replicas_ready',
       help: 'Ready replicas per workload and location',
       labelNames: ['workload', 'location'],
+      registers,
+    });
+    this.ejections = new Counter({
+      name: 'svcproxy_outlier_ejections_total',
+      help: 'Replicas ejected after consecutive connect failures or 5xx answers',
+      labelNames: ['workload', 'location'],
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'svcproxy_upstream_retries_total',
+      help: 'Upstream attempts retried',
+      labelNames: ['workload'],
       registers,
     });
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'svcproxy_process_' });

@@ -29,7 +29,13 @@ import { newRequestId, validRequestId } from './request-id.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, ERRORS, errorBody } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
-import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
+import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
+import type { Readable } from 'node:stream';
+import type { FailureKind, RetryPolicy } from '../retry/policy.js';
+import { backoffMs, retryAfterMs } from '../retry/backoff.js';
+import { RetryBudgets, type RetryBudget } from '../retry/budget.js';
+import { ReplayableBody } from '../retry/replay.js';
+import { OutlierDetector } from '../routing/outlier.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import type { ListenerHandlers } from './listener.js';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
@@ -46,6 +52,26 @@ export interface DataPlaneOptions {
   readonly factories?: FilterFactories;
   /** Measured latency to a location (ms), for geo routing; `location.status.latencyMs` wins. */
   readonly latencyOf?: (location: string) => number | undefined;
+}
+
+/** What every attempt of one request sends. */
+interface AttemptPlan {
+  table: RouteTable;
+  route: Route;
+  protocol: string;
+  headers: OutgoingHttpHeaders;
+  path: string;
+}
+
+/** Retry bookkeeping of one request whose workload retries. */
+interface AttemptState {
+  plan: AttemptPlan;
+  policy: RetryPolicy;
+  budget: RetryBudget;
+  retries: number;
+  tried: Replica[];
+  triedLocations: string[];
+  body: ReplayableBody | undefined;
 }
 
 /** Where one request goes after routing. */
@@ -76,6 +102,8 @@ const NO_FILTERS: FilterFactories = { ingress: [], sidecar: [] };
 export class DataPlane implements ExchangeObserver {
   private table: RouteTable;
   readonly upstreams = new Upstreams();
+  private readonly budgets = new RetryBudgets();
+  private readonly outlier: OutlierDetector;
   /** Clients of outside services (auth, rate limit), kept across reloads. */
   readonly shared = new SharedResources();
   private readonly factories: FilterFactories;
@@ -88,7 +116,14 @@ export class DataPlane implements ExchangeObserver {
   constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
     this.factories = opts.factories ?? NO_FILTERS;
     this.table = buildRouteTable(snapshot, this.factories, this.tableDeps());
-    this.forwardHooks = { responseHeaders: (ex) => this.debugHeaders(ex) };
+    this.forwardHooks = {
+      responseHeaders: (ex) => this.debugHeaders(ex),
+      onResponse: (ex, status, headers) => this.onAttemptResponse(ex, status, headers),
+      onFailure: (ex, kind) => this.onAttemptFailure(ex, kind),
+    };
+    this.outlier = new OutlierDetector(opts.replicas, opts.deps.clock, opts.deps.logger.child({ component: 'outlier' }), {
+      onEject: (replica) => opts.metrics.ejections.labels(replica.workload, replica.location).inc(),
+    });
   }
 
   get snapshot(): Snapshot {
@@ -283,20 +318,142 @@ export class DataPlane implements ExchangeObserver {
       ...(serverless ? { forwardedHost: ex.host } : {}),
       ...(route.setHeaders && route.setHeaders.length > 0 ? { set: route.setHeaders } : {}),
     });
-    const protocol = protocolOf(route.port);
-    if (replica.sidecar) {
-      // The replica's own sidecar applies the workload's filters.
-      return this.forward(ex, replica.sidecar, protocol, route.upstreamPath, headers);
-    }
-    const app = appAddress(replica, route.port);
-    if (!app) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
     ex.targetPort = route.port?.number;
-    const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
-    if (chain.length === 0) return this.forward(ex, app, protocol, route.upstreamPath, headers);
+    const plan: AttemptPlan = { table, route, protocol: protocolOf(route.port), headers, path: route.upstreamPath };
+    // A replica with its own sidecar applies the workload's filters there.
+    const chain = replica.sidecar ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return this.startAttempts(ex, plan);
     runChain(chain, ex, (result) => {
       if (result) return ex.reply(result);
-      this.forward(ex, app, protocol, withQueryMutations(ex, route.upstreamPath), applyMutations(ex, headers));
+      plan.path = withQueryMutations(ex, plan.path);
+      plan.headers = applyMutations(ex, headers);
+      this.startAttempts(ex, plan);
     });
+  }
+
+  // ---- attempts and retries (DESIGN §7) -----------------------------------------------------------
+
+  private startAttempts(ex: Exchange, plan: AttemptPlan): void {
+    if (ex.isFinished) return;
+    const policy = plan.table.retryPolicies.get(plan.route.workload.key);
+    if (policy && policy.retries > 0) {
+      const budget = this.budgets.for(plan.route.workload.key);
+      budget.active++;
+      const state: AttemptState = {
+        plan,
+        policy,
+        budget,
+        retries: 0,
+        tried: [],
+        triedLocations: [],
+        body: hasBody(ex) ? new ReplayableBody(ex.bodyOverride ?? (ex.req as Readable)) : undefined,
+      };
+      ex.attemptState = state;
+    } else {
+      ex.attemptState = plan;
+    }
+    this.sendAttempt(ex);
+  }
+
+  private sendAttempt(ex: Exchange): void {
+    if (ex.isFinished) return;
+    const state = ex.attemptState as AttemptState | AttemptPlan;
+    const plan = 'plan' in state ? state.plan : state;
+    ex.attempts++;
+    plan.headers['x-envoy-attempt-count'] = String(ex.attempts);
+    if ('plan' in state && state.body) {
+      const body = state.body.attempt();
+      if (!body) return ex.reply({ code: 'UPSTREAM_RESET' });
+      ex.bodyOverride = body;
+    }
+    const replica = ex.replica!;
+    const target = replica.sidecar ?? appAddress(replica, plan.route.port);
+    if (!target) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    this.forward(ex, target, plan.protocol, plan.path, plan.headers);
+  }
+
+  private onAttemptResponse(ex: Exchange, status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+    const replica = ex.replica;
+    if (replica && ex.attemptState !== undefined) {
+      if (status >= 500) this.outlier.failure(replica);
+      else this.outlier.success(replica);
+    }
+    const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
+    if (!state || !('policy' in state)) return true;
+    if (!this.mayRetry(ex, state) || !state.policy.shouldRetry({ kind: 'response', status, headers })) return true;
+    return !this.retry(ex, state, retryAfterMs(headers['retry-after'], this.opts.deps.clock.wallNow()));
+  }
+
+  private onAttemptFailure(ex: Exchange, kind: FailureKind): boolean {
+    if (ex.replica && ex.attemptState !== undefined) this.outlier.failure(ex.replica);
+    const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
+    if (!state || !('policy' in state)) return false;
+    if (!this.mayRetry(ex, state) || !state.policy.shouldRetry({ kind: 'failure', failure: kind })) return false;
+    return this.retry(ex, state, undefined);
+  }
+
+  private mayRetry(ex: Exchange, state: AttemptState): boolean {
+    return (
+      state.retries < state.policy.retries &&
+      !ex.timedOut &&
+      !ex.isFinished &&
+      !ex.res.headersSent &&
+      (state.body === undefined || state.body.replayable) &&
+      state.budget.allows()
+    );
+  }
+
+  /** Schedule the next attempt on another replica (or location) after a jittered backoff. */
+  private retry(ex: Exchange, state: AttemptState, retryAfter: number | undefined): boolean {
+    const next = this.nextReplica(ex, state);
+    if (!next) return false;
+    state.retries++;
+    state.budget.retrying++;
+    this.opts.metrics.retries.labels(state.plan.route.workload.key).inc();
+    const previous = ex.replica!;
+    previous.outstanding--;
+    next.replica.outstanding++;
+    ex.replica = next.replica;
+    ex.location = next.location;
+    ex.abortUpstream = undefined;
+    const { clock, random } = this.opts.deps;
+    const delay = retryAfter ?? backoffMs(state.retries, random);
+    clock.setTimeout(() => {
+      state.budget.retrying--;
+      this.sendAttempt(ex);
+    }, delay);
+    return true;
+  }
+
+  /**
+   * Another ready, non-ejected replica of the same location when there is one; otherwise, for
+   * geo-routed hosts, the best other location; otherwise the same replica again.
+   */
+  private nextReplica(ex: Exchange, state: AttemptState): { replica: Replica; location: string } | undefined {
+    const current = ex.replica;
+    const location = ex.location;
+    if (!current || location === undefined) return undefined;
+    state.tried.push(current);
+    const { route, table } = state.plan;
+    if (route.fixedReplica !== undefined) return { replica: current, location };
+    const { replicas, deps } = this.opts;
+    const now = deps.clock.now();
+    const opts = route.includeNotReady ? { includeNotReady: true, exclude: current } : { exclude: current };
+    const fresh = (r: Replica | undefined): r is Replica => r !== undefined && !state.tried.includes(r);
+    const same = pickReplica(replicas.list(route.workload.key, location), deps.random, now, opts);
+    if (fresh(same)) return { replica: same, location };
+    if (route.fixedLocation === undefined) {
+      if (!state.triedLocations.includes(location)) state.triedLocations.push(location);
+      const candidates = geoCandidates(table.snapshot, route.workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency)
+        .filter((c) => !state.triedLocations.includes(c.name));
+      const other = chooseLocation(candidates);
+      if (other !== undefined) {
+        const r = pickReplica(replicas.list(route.workload.key, other), deps.random, now, route.includeNotReady ? { includeNotReady: true } : undefined);
+        if (r) return { replica: r, location: other };
+      }
+    }
+    // Nowhere else to go: Envoy retries the same host.
+    return same ? { replica: same, location } : current.ready ? { replica: current, location } : undefined;
   }
 
   private onSidecarRequest(req: DownstreamRequest, res: DownstreamResponse, identity: SidecarIdentity, tls: boolean, port: number): void {
@@ -416,6 +573,8 @@ export class DataPlane implements ExchangeObserver {
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
+    const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
+    if (state && 'budget' in state) state.budget.active--;
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];

@@ -48,6 +48,10 @@ export class Exchange {
   listenerPort = 0;
   /** Whether the downstream connection is TLS. */
   tls = false;
+  /** Upstream attempts made so far (`x-envoy-attempt-count`). */
+  attempts = 0;
+  /** Retry bookkeeping of the ingress (set by the data plane when the request is forwarded). */
+  attemptState: unknown = undefined;
   /** Debug headers (`x-svc-location` / `x-svc-replica`) go on the response. */
   debug = false;
   timedOut = false;

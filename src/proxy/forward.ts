@@ -12,16 +12,34 @@ import type { Dispatcher, Pool } from 'undici';
 import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
 import { downstreamResponseHeaders } from './headers.js';
+import type { FailureKind } from '../retry/policy.js';
 
 const { HTTP2_HEADER_STATUS } = http2.constants;
 
 export interface ForwardHooks {
   /** Extra response headers (debug headers) computed once the upstream answered. */
   responseHeaders(exchange: Exchange): OutgoingHttpHeaders | undefined;
+  /**
+   * The upstream answered with these headers. Return true to deliver the answer; false when a retry
+   * was scheduled instead (the forwarder then drops this attempt).
+   */
+  onResponse(exchange: Exchange, status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean;
+  /** The attempt failed before an answer. Return true when a retry was scheduled. */
+  onFailure(exchange: Exchange, kind: FailureKind): boolean;
 }
 
-class TimeoutError extends Error {
-  override name = 'TimeoutError';
+/** Thrown into an attempt that is dropped because a retry replaces it. */
+class RetryScheduled extends Error {
+  override name = 'RetryScheduled';
+}
+
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** Classify a failed attempt for the retry policy (Envoy's reset reasons). */
+export function failureKind(err: Error & { code?: string }, rstCode?: number): FailureKind {
+  if (rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return 'refused-stream';
+  if (err.code && CONNECT_ERRORS.has(err.code)) return 'connect-failure';
+  return 'reset';
 }
 
 /** Does the downstream request carry a body? */
@@ -50,18 +68,21 @@ function writeHead(exchange: Exchange, status: number, headers: OutgoingHttpHead
   exchange.res.writeHead(status, headers as Record<string, string>);
 }
 
-function failBeforeHeaders(exchange: Exchange, err: Error): void {
+function failBeforeHeaders(exchange: Exchange, err: Error, hooks: ForwardHooks, rstCode?: number): void {
   if (exchange.isFinished) return;
   if (exchange.res.headersSent) {
     exchange.abort(err);
     return;
   }
+  if (!exchange.timedOut && hooks.onFailure(exchange, failureKind(err, rstCode))) return;
   exchange.reply({ code: exchange.timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_RESET' });
 }
 
 /** The undici handler: one per request, writing straight to the downstream response. */
 class ResponseHandler implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
+  /** This attempt was replaced by a retry: ignore everything it still reports. */
+  private dropped = false;
   private readonly onDrain = (): void => this.controller?.resume();
 
   constructor(private readonly exchange: Exchange, private readonly hooks: ForwardHooks) {}
@@ -71,12 +92,18 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
     this.exchange.abortUpstream = (reason) => controller.abort(reason);
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (this.exchange.isFinished) return;
+    if (!this.hooks.onResponse(this.exchange, statusCode, headers)) {
+      this.dropped = true;
+      controller.abort(new RetryScheduled());
+      return;
+    }
     writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.dropped) return;
     const res = this.exchange.res;
     this.exchange.bytesSent += chunk.length;
     if (!(res as Writable).write(chunk)) {
@@ -86,6 +113,7 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(_c: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
+    if (this.dropped) return;
     const res = this.exchange.res;
     if (trailers && Object.keys(trailers).length > 0) res.addTrailers(trailers as Record<string, string>);
     res.end();
@@ -93,7 +121,8 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
-    failBeforeHeaders(this.exchange, err);
+    if (this.dropped) return;
+    failBeforeHeaders(this.exchange, err, this.hooks);
   }
 }
 
@@ -138,9 +167,11 @@ export function forwardHttp2(
   try {
     stream = session.request(h2headers, { endStream: !withBody });
   } catch (err) {
-    failBeforeHeaders(exchange, err as Error);
+    failBeforeHeaders(exchange, err as Error, hooks);
     return;
   }
+  /** This attempt was replaced by a retry: ignore everything it still reports. */
+  let dropped = false;
   exchange.abortUpstream = () => {
     if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
   };
@@ -153,6 +184,11 @@ export function forwardHttp2(
   stream.on('response', (upstreamHeaders, flags) => {
     if (exchange.isFinished) return;
     const status = Number(upstreamHeaders[HTTP2_HEADER_STATUS]) || 502;
+    if (!hooks.onResponse(exchange, status, upstreamHeaders as Record<string, string>)) {
+      dropped = true;
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      return;
+    }
     const out = downstreamResponseHeaders(upstreamHeaders as Record<string, string>);
     const endStream = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     const downstream = (res as Http2ServerResponse).stream;
@@ -168,9 +204,11 @@ export function forwardHttp2(
     writeHead(exchange, status, out, hooks);
   });
   stream.on('trailers', (trailers) => {
+    if (dropped) return;
     res.addTrailers(downstreamResponseHeaders(trailers as Record<string, string>) as Record<string, string>);
   });
   stream.on('data', (chunk: Buffer) => {
+    if (dropped) return;
     exchange.bytesSent += chunk.length;
     if (!(res as Writable).write(chunk)) {
       stream.pause();
@@ -178,20 +216,22 @@ export function forwardHttp2(
     }
   });
   stream.on('end', () => {
-    if (exchange.isFinished) return;
+    if (dropped || exchange.isFinished) return;
     if (!res.headersSent) {
-      failBeforeHeaders(exchange, new Error('upstream ended without headers'));
+      failBeforeHeaders(exchange, new Error('upstream ended without headers'), hooks);
       return;
     }
     res.end();
     exchange.finish();
   });
-  stream.on('error', (err) => failBeforeHeaders(exchange, err));
+  stream.on('error', (err) => {
+    if (!dropped) failBeforeHeaders(exchange, err, hooks, stream.rstCode);
+  });
   stream.on('close', () => {
-    if (exchange.isFinished) return;
+    if (dropped || exchange.isFinished) return;
     // Closed without 'end': reset by the upstream (RST_STREAM) or the session went away.
-    failBeforeHeaders(exchange, new Error(`upstream stream closed (code ${stream.rstCode})`));
+    failBeforeHeaders(exchange, new Error(`upstream stream closed (code ${stream.rstCode})`), hooks, stream.rstCode);
   });
 }
 
-export { TimeoutError };
+export { RetryScheduled };

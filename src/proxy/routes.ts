@@ -8,6 +8,7 @@ import type { Deps } from '../deps.js';
 import { buildHostIndex, type HostIndex } from '../routing/index.js';
 import { buildChain, type Chain, type FilterFactory, type SharedResources } from './filters.js';
 import type { Metrics } from '../admin/metrics.js';
+import { compileRetryPolicy, type RetryPolicy } from '../retry/policy.js';
 
 export interface VendorHeaders {
   debug: string;
@@ -22,6 +23,8 @@ export interface RouteTable {
   readonly hosts: HostIndex;
   readonly ingressChains: ReadonlyMap<string, Chain>;
   readonly sidecarChains: ReadonlyMap<string, Chain>;
+  /** Compiled `requestRetryPolicy` per workload. */
+  readonly retryPolicies: ReadonlyMap<string, RetryPolicy>;
   readonly headers: VendorHeaders;
 }
 
@@ -48,7 +51,9 @@ export interface RouteTableDeps {
 export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps): RouteTable {
   const ingressChains = new Map<string, Chain>();
   const sidecarChains = new Map<string, Chain>();
+  const retryPolicies = new Map<string, RetryPolicy>();
   for (const workload of snapshot.workloads.values()) {
+    retryPolicies.set(workload.key, compileRetryPolicy(workload.retryPolicy));
     const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), ...env };
     ingressChains.set(workload.key, buildChain(factories.ingress, ctx));
     sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
@@ -58,6 +63,7 @@ export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, 
     hosts: buildHostIndex(snapshot),
     ingressChains,
     sidecarChains,
+    retryPolicies,
     headers: vendorHeaders(snapshot.settings.vendor),
   };
 }

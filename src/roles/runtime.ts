@@ -18,6 +18,7 @@ import { listen, type Listener, type ListenerHandlers } from '../proxy/listener.
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
 import { startProbing } from '../local/probe.js';
+import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
 
 export interface RuntimeOptions {
@@ -49,6 +50,7 @@ export class Runtime {
   readonly listeners: Listener[] = [];
   readonly meshListeners: Listener[] = [];
   admin: AdminServer | undefined;
+  prober: LatencyProber | undefined;
   private stopProbes: (() => void)[] = [];
   private listening = false;
   private stopping = false;
@@ -78,15 +80,19 @@ export class Runtime {
     const metrics = new Metrics({ defaultMetrics: true, connections: () => runtime?.openConnections() ?? 0 });
     const own = opts.location;
     const replicas = new ReplicaRegistry();
+    const prober = new LatencyProber(replicas, deps.clock);
     const dataplane = new DataPlane(store.current, {
       replicas,
       deps,
       metrics,
       accessLog: opts.logger.child({ component: 'access' }),
       factories: opts.factories ?? defaultFactories(),
-      ...(own ? { latencyOf: (loc: string) => (loc === own ? 0 : undefined) } : {}),
+      // The router's own location is 0 ms away; others are measured by active probes.
+      latencyOf: (loc: string) => (loc === own ? 0 : prober.latencyOf(loc)),
     });
     runtime = new Runtime(opts, store, deps, metrics, replicas, dataplane);
+    runtime.prober = prober;
+    prober.start();
     runtime.applyDeployments(store.current);
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
     if (opts.watch !== false && opts.configPaths?.length) store.watch();
@@ -212,6 +218,7 @@ export class Runtime {
     clearTimeout(timer);
     for (const l of [...this.listeners, ...this.meshListeners]) l.destroy();
     for (const stop of this.stopProbes) stop();
+    this.prober?.stop();
     this.store.close();
     await this.dataplane.close();
     await this.admin?.close();
