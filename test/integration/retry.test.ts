@@ -240,3 +240,25 @@ async function startHttpServerOn(t: { teardown(fn: () => unknown): void }, port:
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return true;
 }
+
+t.test('each HTTP condition against a real upstream failing once', async (t) => {
+  const conditions: [retryOn: string[], fail: (req: http.IncomingMessage, res: http.ServerResponse) => void][] = [
+    [['gateway-error'], (_q, r) => void r.writeHead(502).end()],
+    [['gateway-error'], (_q, r) => void r.writeHead(504).end()],
+    [['retriable-4xx'], (_q, r) => void r.writeHead(409).end()],
+    [['envoy-ratelimited'], (_q, r) => void r.writeHead(429, { 'x-envoy-ratelimited': 'true' }).end()],
+    [['retriable-status-codes', '418'], (_q, r) => void r.writeHead(418).end()],
+    [['5xx'], (req) => req.socket.destroy()],
+    [['reset'], (req) => req.socket.destroy()],
+  ];
+  for (const [retryOn, fail] of conditions) {
+    const f = flaky(1, fail);
+    const up = await startHttpServer(t, f.handler);
+    const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] }, workloadSpec: { requestRetryPolicy: { attempts: 1, retryOn } } }));
+    await plane.ready();
+    const res = await request(plane.port, CANONICAL, '/');
+    t.equal(res.status, 200, `${retryOn.join(',')}: retried`);
+    t.equal(f.seen.length, 2, `${retryOn.join(',')}: two attempts`);
+    await plane.runtime.stop(0);
+  }
+});
