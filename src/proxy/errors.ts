@@ -27,6 +27,7 @@ export const ERRORS = {
   FIREWALL_BLOCKED: { status: 403, message: 'blocked by firewall', grpc: 7 },
   BAD_REQUEST: { status: 400, message: 'bad request', grpc: 13 /* INTERNAL */ },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'payload too large', grpc: 8 },
+  URI_TOO_LONG: { status: 414, message: 'uri too long', grpc: 13 },
   HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large', grpc: 13 },
   OVERLOADED: { status: 503, message: 'overloaded', grpc: 14 },
 } as const satisfies Record<string, { status: number; message: string; grpc: number }>;

@@ -327,3 +327,26 @@ t.test('internal endpoints: mesh listener only, internal firewall, declared port
   t.equal((await request(port, 'api.shop.internal.localhost:9999', '/')).status, 404, 'undeclared ports have no route');
   t.equal((await request(open.port, 'api.shop.internal.localhost:8080', '/')).status, 404, 'never on the external listener');
 });
+
+t.test('absolute-form targets are routed by their authority; long URLs get 414', async (t) => {
+  const up = await startHttpServer(t, echoHandler('a'));
+  const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] } }));
+  await plane.ready();
+  const { connect } = await import('node:net');
+  const raw = (text: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const s = connect(plane.port, '127.0.0.1', () => s.write(text));
+      let out = '';
+      s.on('data', (c: Buffer) => (out += c.toString()));
+      s.on('end', () => resolve(out));
+      s.on('error', reject);
+    });
+  const foreign = await raw(`GET http://evil.example/admin HTTP/1.1\r\nHost: ${CANONICAL}\r\nConnection: close\r\n\r\n`);
+  t.match(foreign, /^HTTP\/1\.1 404 /, 'the authority of the target wins over Host: never an open proxy');
+  const own = await raw(`GET http://${CANONICAL}/x?y=1 HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n`);
+  t.match(own, /^HTTP\/1\.1 200 /);
+  t.match(own, /"url":"\/x\?y=1"/, 'forwarded in origin form');
+  const long = await request(plane.port, CANONICAL, '/' + 'a'.repeat(20_000));
+  t.equal(long.status, 414);
+  t.equal(JSON.parse(long.body).code, 'URI_TOO_LONG');
+});
