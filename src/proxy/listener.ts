@@ -22,7 +22,12 @@ export interface ListenerHandlers {
 export interface ListenerOptions {
   host: string;
   port: number;
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  /**
+   * `clientCa`: request a client certificate and verify it against these CAs. A client without a
+   * certificate is still served (the certificate is optional); one whose certificate does not verify
+   * is served too, but its certificate is never presented as an identity (`socket.authorized` false).
+   */
+  tls?: { cert: string | Buffer; key: string | Buffer; clientCa?: string | Buffer };
   handlers: ListenerHandlers;
 }
 
@@ -59,6 +64,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     const secure = http2.createSecureServer({
       cert: opts.tls.cert,
       key: opts.tls.key,
+      ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
       allowHTTP1: true,
       ALPNProtocols: ['h2', 'http/1.1'],
       settings: HTTP2_SETTINGS,
@@ -74,7 +80,14 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   } else {
     h1 = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, requireHostHeader: false }, handlers.request);
     configureHttp1(h1);
-    if (handlers.upgrade) h1.on('upgrade', handlers.upgrade);
+    const upgrade = handlers.upgrade;
+    if (upgrade) {
+      const server = h1;
+      h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+        if (isWebSocketUpgrade(req)) upgrade(req, socket, head);
+        else replayWithoutUpgrade(server, req, socket as net.Socket, head);
+      });
+    }
     if (handlers.connect) h1.on('connect', handlers.connect);
     h1.on('clientError', onClientError);
     const plain = http2.createServer({ settings: HTTP2_SETTINGS, maxSessionMemory: 64 });
@@ -131,6 +144,11 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void
     }
     socket.off('data', onData);
     socket.off('error', onError);
+    // From here on the chosen server's own timeouts apply. Left armed, this timer would destroy
+    // any connection quiet for 66 s: an HTTP/1.1 request waiting on a slow upstream (timeouts go
+    // up to 3600 s), an idle CONNECT tunnel.
+    socket.setTimeout(0);
+    socket.off('timeout', onIdle);
     socket.pause();
     socket.unshift(data);
     if (isPrefix) {
@@ -146,12 +164,44 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void
   const onError = (): void => {
     socket.destroy();
   };
+  // A connection that never sends enough bytes to choose a server is dropped after the headers timeout.
+  const onIdle = (): void => {
+    socket.destroy();
+  };
   socket.on('data', onData);
   socket.on('error', onError);
-  // A connection that never sends a byte is dropped after the headers timeout.
-  socket.setTimeout(66_000, () => {
-    if (socket.listenerCount('data') > 0 && seen === undefined) socket.destroy();
-  });
+  socket.on('timeout', onIdle);
+  socket.setTimeout(66_000);
+}
+
+/** WebSocket is the one upgrade the proxy forwards (http-proxy-3 destroys the socket of any other). */
+function isWebSocketUpgrade(req: http.IncomingMessage): boolean {
+  return req.method === 'GET' && req.headers.upgrade?.trim().toLowerCase() === 'websocket';
+}
+
+/**
+ * Any other Upgrade (`h2c` from `curl --http2` and Java's HttpClient on http:// URLs) is ignored, as
+ * RFC 9110 §7.8 allows and Envoy does: the request is answered in HTTP/1.1. Node's parser has already
+ * handed the socket over (it does so for every Upgrade once an 'upgrade' listener exists), so the
+ * request head is rebuilt without the Upgrade, put back in front of the unread bytes (a body follows
+ * intact, chunked or not) and the socket is given to the HTTP/1.1 server again.
+ */
+function replayWithoutUpgrade(server: http.Server, req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
+  let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (lower === 'upgrade' || lower === 'http2-settings') continue;
+    let value = raw[i + 1]!;
+    if (lower === 'connection') {
+      value = value.split(',').map((v) => v.trim()).filter((v) => v && !/^(upgrade|http2-settings)$/i.test(v)).join(', ');
+      if (!value) continue;
+    }
+    text += `${name}: ${value}\r\n`;
+  }
+  socket.unshift(head.length ? Buffer.concat([Buffer.from(`${text}\r\n`, 'latin1'), head]) : Buffer.from(`${text}\r\n`, 'latin1'));
+  server.emit('connection', socket);
 }
 
 /** Malformed requests get the status Node's parser chose, with a JSON body where we can write one. */
