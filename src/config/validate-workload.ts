@@ -11,7 +11,7 @@ import {
   anyObject, arr, bool, exactlyOne, int, isObject, item, member, num, obj, objectAt, oneOf, str, valueAt, type Check, type Fields, type Report,
 } from './schema.js';
 import { checkVendorTags } from './tags.js';
-import { checkGvc, cidr, locationRef, plainName, sidecar, strings, workloadLink } from './validate-common.js';
+import { checkGvc, cidr, locationRef, plainName, regex, sidecar, strings, workloadLink } from './validate-common.js';
 import { isScalar } from './values.js';
 
 export const PROTOCOLS = ['http', 'http2', 'grpc', 'tcp'];
@@ -116,6 +116,10 @@ export const workloadShape: Check = obj({
         outboundAllowCIDR: arr(cidr),
         outboundBlockedCIDR: arr(cidr),
         outboundAllowHostname: strings,
+        // The external firewall's header filters (src/firewall/external.ts): regexes must compile.
+        http: obj({
+          inboundHeaderFilter: arr(obj({ key: str({ nonEmpty: true }), allowedValues: arr(regex), blockedValues: arr(regex) }, { required: ['key'], closed: true })),
+        }),
       }),
       internal: obj({
         inboundAllowType: oneOf(['none', 'same-gvc', 'same-org', 'workload-list']),

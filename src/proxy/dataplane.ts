@@ -24,7 +24,10 @@ import {
   type Replica,
   type ReplicaRegistry,
 } from '../routing/index.js';
-import { normalizePath } from './path.js';
+import { normalizePath, splitAbsoluteForm } from './path.js';
+
+/** Longest request target accepted (Envoy's default header limit is 60 KiB; a URL is held to 16 KiB). */
+export const MAX_URL_LENGTH = 16 * 1024;
 import { newRequestId, validRequestId } from './request-id.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, ERRORS, errorBody } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
@@ -36,12 +39,15 @@ import { backoffMs, retryAfterMs } from '../retry/backoff.js';
 import { RetryBudgets, type RetryBudget } from '../retry/budget.js';
 import { ReplayableBody } from '../retry/replay.js';
 import { OutlierDetector } from '../routing/outlier.js';
+import type { RequestTelemetry, Role } from './telemetry.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import type { ListenerHandlers } from './listener.js';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { proxyWebSocket } from './websocket.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
+import { externalFirewall } from '../firewall/external.js';
+import { filterUpgrade } from './upgrade-filters.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -50,6 +56,8 @@ export interface DataPlaneOptions {
   /** Access log: one line per request, at info. */
   readonly accessLog: Logger;
   readonly factories?: FilterFactories;
+  /** Tracing and access-log services; none: no hook is called. */
+  readonly telemetry?: RequestTelemetry;
   /** Measured latency to a location (ms), for geo routing; `location.status.latencyMs` wins. */
   readonly latencyOf?: (location: string) => number | undefined;
 }
@@ -137,6 +145,7 @@ export class DataPlane implements ExchangeObserver {
   /** Swap in a new configuration; requests in flight finish on the old one. */
   update(snapshot: Snapshot): void {
     this.table = buildRouteTable(snapshot, this.factories, this.tableDeps());
+    this.opts.telemetry?.update(snapshot);
   }
 
   /** Resolves once no request is in flight. */
@@ -146,7 +155,7 @@ export class DataPlane implements ExchangeObserver {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.upstreams.close(), this.shared.close()]);
+    await Promise.all([this.upstreams.close(), this.shared.close(), this.opts.telemetry?.close()]);
   }
 
   private tableDeps(): RouteTableDeps {
@@ -184,18 +193,35 @@ export class DataPlane implements ExchangeObserver {
       upgrade: (req, socket, head) => {
         const ex = this.start(req, undefined, listener.tls);
         if (!ex) return rejectUpgrade(socket, 400, 'bad request', '');
-        proxyWebSocket(req, socket, head, identity.app, (status, message) => rejectUpgrade(socket, status, message, ex.requestId));
+        const proxy = (): void => proxyWebSocket(req, socket, head, identity.app, (status, message) => rejectUpgrade(socket, status, message, ex.requestId));
+        const workload = this.table.snapshot.workloads.get(identity.workload);
+        const chain = workload ? this.table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN : EMPTY_CHAIN;
+        if (!workload || chain.length === 0) return proxy();
+        // Upgrades are authorized (and rate-limited) like any request.
+        const norm = normalizePath(req.url ?? '/');
+        if (!norm.ok) return rejectUpgrade(socket, 400, `bad request: ${norm.reason}`, ex.requestId);
+        const trusted = (this.table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0) + 1;
+        const info = {
+          requestId: ex.requestId, path: norm.path, query: norm.query, host: req.headers.host ?? '',
+          clientAddress: clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], trusted),
+          tls: listener.tls, listenerKind: 'sidecar' as const, listenerPort: listener.port, targetPort: workload.primaryPort?.number,
+        };
+        void filterUpgrade(chain, req, socket, info, this.opts.deps.clock).then((ok) => ok && proxy());
       },
     };
   }
 
   // ---- the pipeline ----------------------------------------------------------------------------
 
-  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean, port = 0): Exchange | undefined {
+  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean, port = 0, role: Role = 'ingress'): Exchange | undefined {
     const norm = normalizePath(req.url ?? '/');
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
-    const host = (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
+    const url = req.url ?? '/';
+    // An absolute-form target's authority wins over Host (RFC 9112 §3.2.2), so a request can never
+    // be routed by one name and checked or forwarded under another.
+    const absolute = url.charCodeAt(0) === 47 /* '/' */ ? undefined : splitAbsoluteForm(url);
+    const host = absolute?.authority ?? (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
     const peer = req.socket?.remoteAddress ?? '';
     if (!res) return norm.ok ? ({ requestId } as Exchange) : undefined;
     this.inFlight++;
@@ -207,9 +233,14 @@ export class DataPlane implements ExchangeObserver {
     );
     ex.tls = tls;
     ex.listenerPort = port;
+    this.opts.telemetry?.requestStart(ex, role);
     res.once('close', () => {
       if (!ex.isFinished) ex.abort(new Error('client closed'));
     });
+    if (url.length > MAX_URL_LENGTH) {
+      ex.reply({ code: 'URI_TOO_LONG' });
+      return undefined;
+    }
     if (!norm.ok) {
       ex.reply({ code: 'BAD_REQUEST', message: `bad request: ${norm.reason}` });
       return undefined;
@@ -220,6 +251,7 @@ export class DataPlane implements ExchangeObserver {
   private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     const ex = this.start(req, res, tls, port);
     if (!ex) return;
+    ex.listenerKind = listener;
     const table = this.table;
     const target = resolveHost(table.hosts, ex.host, listener, port);
     const route = target && this.route(table, target, ex);
@@ -379,17 +411,27 @@ export class DataPlane implements ExchangeObserver {
       else this.outlier.success(replica);
     }
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
-    if (!state || !('policy' in state)) return true;
-    if (!this.mayRetry(ex, state) || !state.policy.shouldRetry({ kind: 'response', status, headers })) return true;
-    return !this.retry(ex, state, retryAfterMs(headers['retry-after'], this.opts.deps.clock.wallNow()));
+    const retried =
+      state !== undefined &&
+      'policy' in state &&
+      this.mayRetry(ex, state) &&
+      state.policy.shouldRetry({ kind: 'response', status, headers }) &&
+      this.retry(ex, state, retryAfterMs(headers['retry-after'], this.opts.deps.clock.wallNow()));
+    this.opts.telemetry?.attemptEnd(ex, { status, retried });
+    return !retried;
   }
 
   private onAttemptFailure(ex: Exchange, kind: FailureKind): boolean {
     if (ex.replica && ex.attemptState !== undefined) this.outlier.failure(ex.replica);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
-    if (!state || !('policy' in state)) return false;
-    if (!this.mayRetry(ex, state) || !state.policy.shouldRetry({ kind: 'failure', failure: kind })) return false;
-    return this.retry(ex, state, undefined);
+    const retried =
+      state !== undefined &&
+      'policy' in state &&
+      this.mayRetry(ex, state) &&
+      state.policy.shouldRetry({ kind: 'failure', failure: kind }) &&
+      this.retry(ex, state, undefined);
+    this.opts.telemetry?.attemptEnd(ex, { failure: kind, retried });
+    return retried;
   }
 
   private mayRetry(ex: Exchange, state: AttemptState): boolean {
@@ -457,8 +499,9 @@ export class DataPlane implements ExchangeObserver {
   }
 
   private onSidecarRequest(req: DownstreamRequest, res: DownstreamResponse, identity: SidecarIdentity, tls: boolean, port: number): void {
-    const ex = this.start(req, res, tls, port);
+    const ex = this.start(req, res, tls, port, 'sidecar');
     if (!ex) return;
+    ex.listenerKind = 'sidecar';
     const table = this.table;
     const workload = table.snapshot.workloads.get(identity.workload);
     if (!workload) return ex.reply({ code: 'NO_ROUTE' });
@@ -493,6 +536,7 @@ export class DataPlane implements ExchangeObserver {
 
   private forward(ex: Exchange, target: HostPort, protocol: string, path: string, headers: OutgoingHttpHeaders): void {
     if (ex.isFinished) return;
+    this.opts.telemetry?.attemptStart(ex, target, headers);
     try {
       if (protocol === 'grpc' || protocol === 'http2') forwardHttp2(ex, this.upstreams.session(target), path, headers, this.forwardHooks);
       else forwardHttp1(ex, this.upstreams.pool(target), path, headers, this.forwardHooks);
@@ -511,7 +555,7 @@ export class DataPlane implements ExchangeObserver {
   // ---- upgrades (WebSocket) and CONNECT (tcp ports) ---------------------------------------------
 
   /** Resolve an upgrade or CONNECT to one replica address, or answer on the raw socket. */
-  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string } | undefined {
+  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string; viaSidecar: boolean; clientAddress: string } | undefined {
     const norm = req.method === 'CONNECT' ? { ok: true as const, path: '/', query: '' } : normalizePath(req.url ?? '/');
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
@@ -525,6 +569,11 @@ export class DataPlane implements ExchangeObserver {
     if (caller && isInternal(target) && !internalFirewall(workload)(caller)) {
       return void rejectUpgrade(socket, 403, ERRORS.FIREWALL_BLOCKED.message, requestId, 'FIREWALL_BLOCKED');
     }
+    // Upgrades and CONNECT skip the filter chains, so the external firewall is applied here too.
+    const firewall = listener === 'external' ? externalFirewall(workload).check : undefined;
+    if (firewall?.(clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0), req.rawHeaders)) {
+      return void rejectUpgrade(socket, 403, ERRORS.FIREWALL_BLOCKED.message, requestId, 'FIREWALL_BLOCKED');
+    }
     if (workload.globallySuspended) return void rejectUpgrade(socket, 503, ERRORS.SUSPENDED.message, requestId, 'SUSPENDED');
     const { replicas, deps } = this.opts;
     const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency));
@@ -534,19 +583,29 @@ export class DataPlane implements ExchangeObserver {
       : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
     const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
     if (!address) return void rejectUpgrade(socket, 503, ERRORS.NO_HEALTHY_UPSTREAM.message, requestId, 'NO_HEALTHY_UPSTREAM');
-    return { address, workload, port: route.port, requestId, path: route.upstreamPath };
+    const client = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0);
+    return { address, workload, port: route.port, requestId, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined, clientAddress: client };
   }
 
-  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, _tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     socket.on('error', () => socket.destroy());
     const picked = this.pick(req, socket, req.headers.host ?? '', port, listener, caller);
     if (!picked) return;
+    const original = normalizePath(req.url ?? '/');
     req.url = picked.path;
     req.headers['x-request-id'] = picked.requestId;
     for (const name of Object.keys(req.headers)) {
       if (this.table.headers.strip.some((p) => name.startsWith(p))) delete req.headers[name];
     }
-    proxyWebSocket(req, socket, head, picked.address, (status, message) => rejectUpgrade(socket, status, message, picked.requestId));
+    const proxy = (): void => proxyWebSocket(req, socket, head, picked.address, (status, message) => rejectUpgrade(socket, status, message, picked.requestId));
+    // Upgrades are authorized (and rate-limited) like any request, unless the replica's own sidecar does it.
+    const chain = picked.viaSidecar ? EMPTY_CHAIN : this.table.sidecarChains.get(picked.workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return proxy();
+    const info = {
+      requestId: picked.requestId, path: original.ok ? original.path : '/', query: original.ok ? original.query : '', host: req.headers.host ?? '', clientAddress: picked.clientAddress,
+      tls, listenerKind: listener, listenerPort: port, targetPort: picked.port?.number,
+    };
+    void filterUpgrade(chain, req, socket, info, this.opts.deps.clock).then((ok) => ok && proxy());
   }
 
   /** CONNECT host:port to a workload's `tcp` port: a raw tunnel. Never an open proxy. */
@@ -573,6 +632,7 @@ export class DataPlane implements ExchangeObserver {
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
+    this.opts.telemetry?.requestEnd(ex);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
     if (state && 'budget' in state) state.budget.active--;
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
@@ -627,11 +687,26 @@ function withQueryMutations(ex: Exchange, pathWithQuery: string): string {
   if (!ex.upstreamQuerySet && !ex.upstreamQueryRemove) return pathWithQuery;
   const q = pathWithQuery.indexOf('?');
   const path = q < 0 ? pathWithQuery : pathWithQuery.slice(0, q);
-  const params = new URLSearchParams(q < 0 ? '' : pathWithQuery.slice(q + 1));
-  if (ex.upstreamQueryRemove) for (const name of ex.upstreamQueryRemove) params.delete(name);
-  if (ex.upstreamQuerySet) for (const [name, value] of ex.upstreamQuerySet) params.set(name, value);
-  const query = params.toString();
-  return query ? `${path}?${query}` : path;
+  // Parameters not touched keep their bytes exactly as the client sent them.
+  const drop = new Set<string>([...(ex.upstreamQueryRemove ?? []), ...(ex.upstreamQuerySet ?? []).map(([name]) => name)]);
+  const kept = (q < 0 ? '' : pathWithQuery.slice(q + 1)).split('&').filter((pair) => {
+    if (pair === '') return false;
+    const eq = pair.indexOf('=');
+    const raw = eq < 0 ? pair : pair.slice(0, eq);
+    let name: string;
+    try {
+      name = decodeURIComponent(raw.replace(/\+/g, ' '));
+    } catch {
+      name = raw;
+    }
+    return !drop.has(name);
+  });
+  // Removals apply after sets, as Envoy's ext_authz does: a parameter both set and removed is gone.
+  const removed = new Set(ex.upstreamQueryRemove ?? []);
+  if (ex.upstreamQuerySet) {
+    for (const [name, value] of ex.upstreamQuerySet) if (!removed.has(name)) kept.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+  }
+  return kept.length > 0 ? `${path}?${kept.join('&')}` : path;
 }
 
 /** Apply the upstream header mutations the filters asked for. */

@@ -48,6 +48,14 @@ export class Exchange {
   listenerPort = 0;
   /** Whether the downstream connection is TLS. */
   tls = false;
+  /**
+   * Which listener took the request: an external one (the external firewall applies), the mesh
+   * listener (internal callers: the internal firewall applies instead), or a standalone sidecar's
+   * inbound listener (behind the ingress, which already applied the edge rules).
+   */
+  listenerKind: 'external' | 'mesh' | 'sidecar' = 'external';
+  /** Per-request state of the telemetry layer (the server span), opaque here. */
+  telemetry: unknown = undefined;
   /** Upstream attempts made so far (`x-envoy-attempt-count`). */
   attempts = 0;
   /** Retry bookkeeping of the ingress (set by the data plane when the request is forwarded). */

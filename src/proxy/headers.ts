@@ -123,7 +123,9 @@ export function clientAddress(peer: string, xff: string | string[] | undefined, 
   const list = (Array.isArray(xff) ? xff.join(',') : xff).split(',');
   // The peer is the last hop; each trusted proxy appended the address before it.
   const index = list.length - trustedProxies;
-  if (index < 0) return list[0]!.trim() || peer;
+  // Fewer hops than trusted proxies: the header cannot be trusted to name the client (Envoy falls
+  // back to the connection's peer).
+  if (index < 0) return peer;
   const candidate = list[index]?.trim();
   return candidate || peer;
 }

@@ -6,10 +6,13 @@
  * run an empty chain.
  */
 import type { FilterFactories } from './routes.js';
+import { rateLimitFactory } from '../ratelimit/index.js';
+import { extAuthFactory, type ExtAuthOptions } from '../extauth/index.js';
+import { externalFirewallFactory } from '../firewall/index.js';
 
-export function defaultFactories(): FilterFactories {
+export function defaultFactories(options: { extAuth?: ExtAuthOptions } = {}): FilterFactories {
   return {
-    ingress: [],
-    sidecar: [],
+    ingress: [externalFirewallFactory()],
+    sidecar: [extAuthFactory(options.extAuth), rateLimitFactory()],
   };
 }

@@ -1,0 +1,47 @@
+/**
+ * The ext_authz metrics, registered once per registry (a factory runs on every reload, so they are
+ * looked up by name first): `svcproxy_extauth_checks_total{workload,result}` with result `ok`,
+ * `denied`, `error`, `failure_mode_allowed` (an error that let the request through counts as both
+ * `error` and `failure_mode_allowed`, as Envoy's `ext_authz.error` / `ext_authz.failure_mode_allowed`
+ * stats do), and `svcproxy_extauth_duration_seconds{workload}`, the time of the check itself.
+ * Label children are bound once per filter, so a request does no label hashing.
+ */
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+export interface ExtAuthMetrics {
+  readonly ok: Counter.Internal;
+  readonly denied: Counter.Internal;
+  readonly error: Counter.Internal;
+  readonly failureModeAllowed: Counter.Internal;
+  readonly duration: Histogram.Internal<'workload'>;
+}
+
+const CHECKS = 'svcproxy_extauth_checks_total';
+const DURATION = 'svcproxy_extauth_duration_seconds';
+
+export function extAuthMetrics(registry: Registry, workload: string): ExtAuthMetrics {
+  const checks =
+    (registry.getSingleMetric(CHECKS) as Counter<'workload' | 'result'> | undefined) ??
+    new Counter({
+      name: CHECKS,
+      help: 'External authorization checks by workload and result (ok, denied, error, failure_mode_allowed)',
+      labelNames: ['workload', 'result'],
+      registers: [registry],
+    });
+  const duration =
+    (registry.getSingleMetric(DURATION) as Histogram<'workload'> | undefined) ??
+    new Histogram({
+      name: DURATION,
+      help: 'Time of one external authorization check (the call, after the body prefix was read)',
+      labelNames: ['workload'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    });
+  return {
+    ok: checks.labels(workload, 'ok'),
+    denied: checks.labels(workload, 'denied'),
+    error: checks.labels(workload, 'error'),
+    failureModeAllowed: checks.labels(workload, 'failure_mode_allowed'),
+    duration: duration.labels(workload),
+  };
+}
