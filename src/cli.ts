@@ -14,6 +14,8 @@ import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
 import { formatHostPort } from './roles/address.js';
+import { runRateLimitService } from './ratelimit/index.js';
+import { runLogs } from './logs/index.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },
@@ -21,6 +23,8 @@ const OPTIONS = {
   'listen-tls': { type: 'string', multiple: true },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
+  'tls-client-ca': { type: 'string' },
+  'extauth-ca': { type: 'string' },
   mesh: { type: 'string', multiple: true },
   admin: { type: 'string' },
   location: { type: 'string' },
@@ -36,6 +40,11 @@ const OPTIONS = {
   vendor: { type: 'string' },
   output: { type: 'string', short: 'o' },
   'log-level': { type: 'string' },
+  'log-dir': { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  container: { type: 'string' },
+  'tracing-collector': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   debug: { type: 'boolean', short: 'd' },
   help: { type: 'boolean', short: 'h' },
@@ -53,20 +62,29 @@ Usage:
   svcproxy ingress   --config PATH... --location NAME [--listen HOST:PORT]... [--admin HOST:PORT]
   svcproxy sidecar   --config PATH... --app HOST:PORT [--gvc G --workload W --location L --replica R]
                      (identity defaults from SVC_ORG, SVC_GVC, SVC_WORKLOAD, SVC_LOCATION)
-  svcproxy ratelimit --config RULES.yaml [--redis URL] [--listen HOST:PORT]
+  svcproxy ratelimit --config RULES.yaml [--redis URL] [--listen HOST:PORT] [--admin HOST:PORT]
+                     rate-limit service (Envoy RLS v3; default --listen 127.0.0.1:8081)
   svcproxy validate  --config PATH...            exit 0, or 1 with every error
   svcproxy endpoints --config PATH... [-o text|json|yaml]
+  svcproxy logs      --workload W [--gvc G] [--location L] [--replica R] [--container C]
+                     [--since 10m] [--until TIME] [-o text|json] [--log-dir DIR]
+                     what "up" wrote for one workload, every location and replica, in time order
 
 Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DOMAIN):
   --config, -c PATH       YAML/JSON file or folder of records (repeatable)
   --listen HOST:PORT      HTTP/1.1 + h2c listener (repeatable; default 127.0.0.1:8080)
   --listen-tls HOST:PORT  TLS listener, HTTP/1.1 and h2 by ALPN (needs --tls-cert, --tls-key)
+  --tls-client-ca FILE    TLS listeners ask for client certificates verified against this CA
+                          (the identity external authorization sees)
+  --extauth-ca FILE       extra CA (PEM) trusted for https external authorization services
   --mesh HOST:PORT        mesh listener for internal host names (up default 127.0.0.1:15001)
   --admin HOST:PORT       /healthz /ready /metrics /config (default 127.0.0.1:9901)
   --app-domain D          default app.localhost
   --direct-domain D       default direct.localhost
   --internal-domain D     default internal.localhost
   --vendor NAME           tag/header/env prefix (default svc: svc/…, x-svc-…, SVC_…)
+  --tracing-collector HOST:PORT  OTLP collector for spec.tracing.provider.controlplane
+  --log-dir DIR           where "up" writes and "logs" reads workload logs (default .svcproxy/logs)
   --output, -o FORMAT     text | json | yaml
   --verbose, -v           debug logs     --debug, -d   trace logs
   --help, -h
@@ -133,10 +151,10 @@ export async function main(argv: string[]): Promise<number> {
         return await runRole('ingress', flags);
       case 'sidecar':
         return await runRole('sidecar', flags);
+      case 'logs':
+        return await runLogs(flags);
       case 'ratelimit':
-        // The rate-limit service is its own capability; until it lands the command says so plainly.
-        process.stderr.write('svcproxy ratelimit: the rate-limit service is not part of this build yet\n');
-        return 2;
+        return await runRateLimitService(flags, loggerFrom(flags));
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
@@ -219,10 +237,12 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     configPaths: requireConfig(flags),
     listen: flags.listen ?? (role === 'sidecar' ? ['127.0.0.1:15006'] : ['127.0.0.1:8080']),
     ...(flags['listen-tls'] ? { listenTls: flags['listen-tls'] } : {}),
-    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } } : {}),
+    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'], ...(flags['tls-client-ca'] ? { clientCaFile: flags['tls-client-ca'] } : {}) } } : {}),
+    ...(flags['extauth-ca'] ? { extAuthCaFile: flags['extauth-ca'] } : {}),
     ...(flags.mesh ? { mesh: flags.mesh } : {}),
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
+    ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
   };
   if (role === 'ingress' && !options.location) throw new UsageError('svcproxy ingress needs --location NAME');

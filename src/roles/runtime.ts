@@ -17,6 +17,8 @@ import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
 import { listen, type Listener, type ListenerHandlers } from '../proxy/listener.js';
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
+import type { RequestTelemetry } from '../proxy/telemetry.js';
+import { createTelemetry } from '../tracing/index.js';
 import { startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
@@ -31,7 +33,8 @@ export interface RuntimeOptions {
   readonly listen: readonly string[];
   /** TLS listeners (HTTP/1.1 and h2 by ALPN). */
   readonly listenTls?: readonly string[];
-  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** `clientCaFile`: request client certificates on TLS listeners, verified against this CA (ext_authz peer identity). */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile?: string };
   /** Mesh (outbound) listeners: internal host names. */
   readonly mesh?: readonly string[];
   /** `host:port` of the admin listener; undefined: none. */
@@ -44,6 +47,17 @@ export interface RuntimeOptions {
   readonly watch?: boolean;
   readonly deps?: Partial<Deps>;
   readonly factories?: FilterFactories;
+  /** `--extauth-ca`: a PEM file of extra CAs trusted for https external authorization services. */
+  readonly extAuthCaFile?: string;
+  /** Tracing / access-log layer; by default the one built from the configuration (src/tracing). */
+  readonly telemetry?: RequestTelemetry;
+  /** `--tracing-collector`: where `spec.tracing.provider.controlplane` sends spans. */
+  readonly tracingCollector?: string;
+}
+
+interface DeployedReplica {
+  readonly replica: Replica;
+  readonly stop: () => void;
 }
 
 export class Runtime {
@@ -51,7 +65,8 @@ export class Runtime {
   readonly meshListeners: Listener[] = [];
   admin: AdminServer | undefined;
   prober: LatencyProber | undefined;
-  private stopProbes: (() => void)[] = [];
+  /** Deployment replicas by identity, with their probe loops. */
+  private deployed = new Map<string, DeployedReplica>();
   private listening = false;
   private stopping = false;
 
@@ -86,7 +101,12 @@ export class Runtime {
       deps,
       metrics,
       accessLog: opts.logger.child({ component: 'access' }),
-      factories: opts.factories ?? defaultFactories(),
+      factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
+      // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
+      telemetry: opts.telemetry ?? await createTelemetry(store.current, {
+        role: opts.role, logger: opts.logger, registry: metrics.registry, clock: deps.clock,
+        collector: opts.tracingCollector, location: opts.location, sidecar: opts.sidecar,
+      }),
       // The router's own location is 0 ms away; others are measured by active probes.
       latencyOf: (loc: string) => (loc === own ? 0 : prober.latencyOf(loc)),
     });
@@ -106,41 +126,60 @@ export class Runtime {
     this.applyDeployments(snapshot);
   }
 
-  /** Replicas of `deployment` records: registered as source `deployment` and probed. */
+  /**
+   * Replicas of `deployment` records: registered as source `deployment` and probed. A replica whose
+   * identity, addresses and probe are unchanged by a reload keeps its object, its readiness and its
+   * probe loop, so a reload never takes healthy replicas out of rotation.
+   */
   private applyDeployments(snapshot: Snapshot): void {
-    for (const stop of this.stopProbes) stop();
-    this.stopProbes = [];
+    const previous = this.deployed;
+    const next = new Map<string, DeployedReplica>();
     const replicas: Replica[] = [];
     for (const [key, list] of snapshot.deployments) {
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
       const portNumber = workload.primaryPort?.number ?? 0;
+      const probe = workload.containers[0]?.readinessProbe;
       for (const d of list) {
-        const app = parseHostPort(d.address);
-        const replica: Replica = {
-          workload: key,
-          location: d.location,
-          name: d.name,
-          index: d.index,
-          ports: new Map([[portNumber, app]]),
-          ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
-          ready: false,
-          outstanding: 0,
-          ejectedUntil: 0,
-        };
-        replicas.push(replica);
-        if (d.forcedNotReady) continue;
-        const probe = workload.containers[0]?.readinessProbe;
-        const stop = startProbing(replica, probe, () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
-        this.stopProbes.push(stop);
+        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', portNumber, d.forcedNotReady, probe ?? null]);
+        let deployed = previous.get(identity);
+        if (deployed) {
+          previous.delete(identity);
+        } else {
+          const app = parseHostPort(d.address);
+          const replica: Replica = {
+            workload: key,
+            location: d.location,
+            name: d.name,
+            index: d.index,
+            ports: new Map([[portNumber, app]]),
+            ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
+            ready: false,
+            outstanding: 0,
+            ejectedUntil: 0,
+          };
+          const stop = d.forcedNotReady
+            ? () => undefined
+            : startProbing(replica, probe, () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
+          deployed = { replica, stop };
+        }
+        next.set(identity, deployed);
+        replicas.push(deployed.replica);
       }
     }
+    for (const gone of previous.values()) {
+      gone.stop();
+      this.dataplane.upstreams.forget(gone.replica.sidecar ?? gone.replica.ports.values().next().value!);
+    }
+    this.deployed = next;
     this.replicas.replace('deployment', replicas);
   }
 
   private async bind(): Promise<void> {
     const { opts } = this;
-    const tls = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
+    const tls = opts.tls
+      ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile), ...(opts.tls.clientCaFile ? { clientCa: readFileSync(opts.tls.clientCaFile) } : {}) }
+      : undefined;
     const specs: { address: string; tls: boolean; mesh: boolean }[] = [
       ...opts.listen.map((address) => ({ address, tls: false, mesh: false })),
       ...(opts.listenTls ?? []).map((address) => ({ address, tls: true, mesh: false })),
@@ -217,7 +256,8 @@ export class Runtime {
     ]);
     clearTimeout(timer);
     for (const l of [...this.listeners, ...this.meshListeners]) l.destroy();
-    for (const stop of this.stopProbes) stop();
+    for (const d of this.deployed.values()) d.stop();
+    this.deployed.clear();
     this.prober?.stop();
     this.store.close();
     await this.dataplane.close();

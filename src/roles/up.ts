@@ -13,10 +13,13 @@ import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from './address.js';
 import type { Flags } from '../cli.js';
 import { graceMs, waitForSignals } from '../cli.js';
+import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
   readonly backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
+  /** Also write each workload's process output and access-log lines here, for `svcproxy logs`. */
+  readonly logDir?: string;
 }
 
 export interface Up {
@@ -27,7 +30,15 @@ export interface Up {
 
 /** Start `up` programmatically (the CLI and the integration tests). */
 export async function startUp(options: UpOptions): Promise<Up> {
-  const runtime = await Runtime.start({ ...options, role: 'up' });
+  // Process output (through deps.logger) and access-log lines (through logger) also go to the files.
+  const files = options.logDir ? new WorkloadLogFiles(options.logDir) : undefined;
+  const withFiles = (l: Logger): Logger => (files ? teeLogger(l, files) : l);
+  const runtime = await Runtime.start({
+    ...options,
+    logger: withFiles(options.logger),
+    ...(options.deps?.logger ? { deps: { ...options.deps, logger: withFiles(options.deps.logger) } } : {}),
+    role: 'up',
+  });
   const supervisor = new Supervisor({
     registry: runtime.replicas,
     deps: runtime.deps,
@@ -38,6 +49,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   } catch (err) {
     await runtime.stop(0);
     await supervisor.stop(0);
+    await files?.close();
     throw err;
   }
   runtime.store.on('change', (snapshot: Snapshot) => {
@@ -57,6 +69,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
         await runtime.stop(grace);
         await supervisor.stop(grace);
         process.off('exit', killOnExit);
+        await files?.close();
       })()),
   };
 }
@@ -76,9 +89,12 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     listen: flags.listen ?? ['127.0.0.1:8080'],
     mesh: flags.mesh ?? ['127.0.0.1:15001'],
     ...(flags['listen-tls'] ? { listenTls: flags['listen-tls'] } : {}),
-    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'] } } : {}),
+    ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'], ...(flags['tls-client-ca'] ? { clientCaFile: flags['tls-client-ca'] } : {}) } } : {}),
+    ...(flags['extauth-ca'] ? { extAuthCaFile: flags['extauth-ca'] } : {}),
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
+    logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
+    ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
   };
   const up = await startUp(options);
   const { runtime } = up;
@@ -90,6 +106,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   for (const l of runtime.listeners) lines.push(`  listening    ${l.tls ? 'https' : 'http'}://${formatHostPort(l.address)}`);
   for (const l of runtime.meshListeners) lines.push(`  mesh         http://${formatHostPort(l.address)}`);
   if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config)`);
+  if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
   for (const e of listEndpoints(snapshot, runtime.replicas)) {
     const key = `${e.gvc}/${e.workload}`;

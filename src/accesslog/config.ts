@@ -1,0 +1,178 @@
+/**
+ * Access-log service settings compiled from a snapshot, once per (re)load: for each workload, the
+ * `envoy.access_loggers.http_grpc` entries of its GVC's and its own `spec.sidecar.envoy.accessLog[]`
+ * that do not exclude it, each resolved to gRPC targets through the named cluster of `clusters[]`
+ * (`STATIC`, `STRICT_DNS` or `LOGICAL_DNS` with `load_assignment` socket addresses; a cluster that
+ * excludes the workload does not count). `google_grpc.target_uri` is accepted in place of a cluster.
+ * Entries that cannot be used (unknown cluster, no endpoint, `EDS`) are skipped with a note the caller
+ * logs once. Pure: no sockets here.
+ */
+import type { SidecarEnvoyModel, Snapshot, WorkloadModel } from '../config/model.js';
+import { workloadRef } from '../config/links.js';
+import { isObject } from '../config/schema.js';
+import { parseDuration } from '../config/values.js';
+
+export const HTTP_GRPC_LOGGER = 'envoy.access_loggers.http_grpc';
+/** Envoy's defaults for `buffer_flush_interval` and `buffer_size_bytes`. */
+export const DEFAULT_FLUSH_MS = 1000;
+export const DEFAULT_BUFFER_BYTES = 16 * 1024;
+
+export interface AccessLogSpec {
+  /** Identity of the stream: one per workload, log name, targets and batching. */
+  readonly key: string;
+  /** Workload key (`gvc/name`). */
+  readonly workload: string;
+  readonly workloadName: string;
+  readonly gvc: string;
+  readonly logName: string;
+  /** gRPC targets (`host:port`), tried in order. */
+  readonly targets: readonly string[];
+  readonly flushMs: number;
+  readonly bufferBytes: number;
+  /** Lower-case header names. */
+  readonly requestHeaders: readonly string[];
+  readonly responseHeaders: readonly string[];
+  readonly responseTrailers: readonly string[];
+}
+
+export interface AccessLogPlan {
+  readonly specs: ReadonlyMap<string, AccessLogSpec>;
+  /** Workload key → its access logs; workloads without any are absent. */
+  readonly workloads: ReadonlyMap<string, readonly AccessLogSpec[]>;
+  readonly notes: readonly string[];
+}
+
+interface Held<T> {
+  readonly value: T;
+  /** GVC of the record that holds it (for `//workload/NAME` links). */
+  readonly gvc: string;
+}
+
+function list(envoy: SidecarEnvoyModel | undefined, member: string): unknown[] {
+  const v = envoy?.[member];
+  return Array.isArray(v) ? v : [];
+}
+
+/** Does `excludedWorkloads` (names or workload links) name this workload? */
+export function excludes(excluded: unknown, workload: WorkloadModel, holderGvc: string): boolean {
+  if (!Array.isArray(excluded)) return false;
+  for (const item of excluded) {
+    if (typeof item !== 'string') continue;
+    if (!item.includes('/')) {
+      if (item === workload.name) return true;
+      continue;
+    }
+    const ref = workloadRef(item, holderGvc);
+    if (ref && ref.name === workload.name && (ref.gvc ?? workload.gvc) === workload.gvc) return true;
+  }
+  return false;
+}
+
+/** A protobuf Duration as written in config (`"1s"`, `"0.5s"`, `{seconds, nanos}`) → ms. */
+export function durationMs(value: unknown): number | undefined {
+  if (typeof value === 'string' || typeof value === 'number') return parseDuration(value);
+  if (isObject(value)) {
+    const seconds = Number(value.seconds ?? 0);
+    const nanos = Number(value.nanos ?? 0);
+    if (Number.isFinite(seconds) && Number.isFinite(nanos)) return seconds * 1000 + nanos / 1e6;
+  }
+  return undefined;
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** `load_assignment.endpoints[].lb_endpoints[].endpoint.address.socket_address` → `host:port` list. */
+export function clusterTargets(cluster: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const assignment = isObject(cluster.load_assignment) ? cluster.load_assignment : {};
+  for (const locality of Array.isArray(assignment.endpoints) ? assignment.endpoints : []) {
+    if (!isObject(locality)) continue;
+    for (const lb of Array.isArray(locality.lb_endpoints) ? locality.lb_endpoints : []) {
+      const endpoint = isObject(lb) && isObject(lb.endpoint) ? lb.endpoint : undefined;
+      const address = endpoint && isObject(endpoint.address) ? endpoint.address : undefined;
+      const socket = address && isObject(address.socket_address) ? address.socket_address : undefined;
+      if (!socket || typeof socket.address !== 'string') continue;
+      const port = Number(socket.port_value);
+      if (Number.isInteger(port) && port > 0 && port < 65536) out.push(hostPort(socket.address, port));
+    }
+  }
+  return out;
+}
+
+function headerNames(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v !== '').map((v) => v.toLowerCase()) : [];
+}
+
+export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
+  const specs = new Map<string, AccessLogSpec>();
+  const workloads = new Map<string, AccessLogSpec[]>();
+  const notes = new Set<string>();
+  for (const w of snapshot.workloads.values()) {
+    const gvcEnvoy = snapshot.gvcs.get(w.gvc)?.sidecarEnvoy;
+    const entries: Held<unknown>[] = [
+      ...list(gvcEnvoy, 'accessLog').map((value) => ({ value, gvc: w.gvc })),
+      ...list(w.sidecarEnvoy, 'accessLog').map((value) => ({ value, gvc: w.gvc })),
+    ];
+    if (entries.length === 0) continue;
+    // The workload's own clusters first, so one of the same name overrides the GVC's.
+    const clusters: Held<Record<string, unknown>>[] = [...list(w.sidecarEnvoy, 'clusters'), ...list(gvcEnvoy, 'clusters')]
+      .filter(isObject)
+      .map((value) => ({ value, gvc: w.gvc }));
+    const mine: AccessLogSpec[] = [];
+    for (const { value: entry, gvc } of entries) {
+      if (!isObject(entry) || excludes(entry.excludedWorkloads, w, gvc)) continue;
+      if (entry.name !== undefined && entry.name !== HTTP_GRPC_LOGGER) continue;
+      const typed = isObject(entry.typed_config) ? entry.typed_config : {};
+      const common = isObject(typed.common_config) ? typed.common_config : {};
+      const service = isObject(common.grpc_service) ? common.grpc_service : {};
+      const logName = typeof common.log_name === 'string' ? common.log_name : '';
+      const where = `accessLog ${JSON.stringify(logName)} of ${w.key}`;
+      let targets: string[] = [];
+      if (isObject(service.envoy_grpc) && typeof service.envoy_grpc.cluster_name === 'string') {
+        const name = service.envoy_grpc.cluster_name;
+        const cluster = clusters.find((c) => c.value.name === name && !excludes(c.value.excludedWorkloads, w, c.gvc));
+        if (!cluster) {
+          notes.add(`${where}: no cluster ${JSON.stringify(name)} in sidecar.envoy.clusters for this workload; not logging`);
+          continue;
+        }
+        const type = typeof cluster.value.type === 'string' ? cluster.value.type : 'STATIC';
+        if (type === 'EDS' || type === 'ORIGINAL_DST') {
+          notes.add(`${where}: cluster ${JSON.stringify(name)} is ${type}, which svcproxy cannot resolve; not logging`);
+          continue;
+        }
+        targets = clusterTargets(cluster.value);
+        if (targets.length === 0) {
+          notes.add(`${where}: cluster ${JSON.stringify(name)} has no load_assignment socket address; not logging`);
+          continue;
+        }
+      } else if (isObject(service.google_grpc) && typeof service.google_grpc.target_uri === 'string') {
+        targets = [service.google_grpc.target_uri];
+      } else {
+        notes.add(`${where}: grpc_service names no envoy_grpc.cluster_name; not logging`);
+        continue;
+      }
+      const flushMs = durationMs(common.buffer_flush_interval) ?? DEFAULT_FLUSH_MS;
+      const bufferBytes = typeof common.buffer_size_bytes === 'number' ? common.buffer_size_bytes : DEFAULT_BUFFER_BYTES;
+      const key = JSON.stringify([w.key, logName, targets, flushMs, bufferBytes]);
+      const spec: AccessLogSpec = specs.get(key) ?? Object.freeze({
+        key,
+        workload: w.key,
+        workloadName: w.name,
+        gvc: w.gvc,
+        logName,
+        targets: Object.freeze(targets),
+        flushMs: flushMs > 0 ? flushMs : DEFAULT_FLUSH_MS,
+        bufferBytes: Math.max(0, bufferBytes),
+        requestHeaders: Object.freeze(headerNames(typed.additional_request_headers_to_log)),
+        responseHeaders: Object.freeze(headerNames(typed.additional_response_headers_to_log)),
+        responseTrailers: Object.freeze(headerNames(typed.additional_response_trailers_to_log)),
+      });
+      specs.set(key, spec);
+      if (!mine.includes(spec)) mine.push(spec);
+    }
+    if (mine.length > 0) workloads.set(w.key, mine);
+  }
+  return { specs, workloads, notes: [...notes] };
+}

@@ -1,0 +1,318 @@
+/**
+ * The OpenTelemetry SDK side: one tracer provider per distinct exporter (protocol, URL,
+ * authorization, sampling), each with `ParentBased(TraceIdRatioBased)` sampling and a
+ * `BatchSpanProcessor`, so export is batched and off the request path. This module is loaded only
+ * when some GVC traces (the SDK costs start-up time a proxy without tracing should not pay).
+ *
+ * Failure modes: an exporter that is down or slow never fails or delays a request. Spans beyond the
+ * queue bound (2048) are dropped, and so are spans of a batch whose export failed (after the OTLP
+ * exporter's own retries); both are counted in `svcproxy_tracing_spans_dropped_total{reason}` and the
+ * failures in `svcproxy_tracing_export_errors_total`, and logged at most every 30 s per exporter.
+ * On reload, providers nobody needs any more are shut down (flushing what they hold) once their
+ * requests in flight have ended, or after 30 s.
+ */
+import { createRequire } from 'node:module';
+import { createContextKey, TraceFlags, type Context, type Tracer } from '@opentelemetry/api';
+import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/core';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  SamplingDecision,
+  TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type Sampler,
+  type SamplingResult,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { Counter, type Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { ExporterSpec } from './config.js';
+
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+
+/** Set on the parent context when the caller sent trace ids without a sampling decision (B3). */
+export const DEFERRED_DECISION = createContextKey('svcproxy deferred sampling decision');
+/** Set on the root context when the caller sent only a decision (`b3: 1` / `b3: 0`). */
+export const FORCED_DECISION = createContextKey('svcproxy forced sampling decision');
+
+/**
+ * A `tracestate` value, read as @opentelemetry/core reads it: invalid members and members past 512
+ * characters or 32 entries are skipped, the rest kept in order.
+ */
+export function traceStateOf(raw: string): TraceState {
+  return new TraceState(raw);
+}
+
+const NOT_RECORD: SamplingResult = Object.freeze({ decision: SamplingDecision.NOT_RECORD });
+const SAMPLE: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD_AND_SAMPLED });
+
+/** Roots: a forced decision if the caller sent one, else the ratio on the trace id. */
+class RootSampler implements Sampler {
+  constructor(private readonly ratio: Sampler) {}
+  shouldSample(context: Context, traceId: string, ...rest: unknown[]): SamplingResult {
+    const forced = context.getValue(FORCED_DECISION);
+    if (forced === true) return SAMPLE;
+    if (forced === false) return NOT_RECORD;
+    return (this.ratio.shouldSample as (c: Context, t: string, ...r: unknown[]) => SamplingResult)(context, traceId, ...rest);
+  }
+  toString(): string {
+    return `Root{${this.ratio.toString()}}`;
+  }
+}
+
+/** A remote parent that is not sampled: honored, unless it made no decision at all (then: the ratio). */
+class RemoteUnsampledSampler implements Sampler {
+  constructor(private readonly ratio: Sampler) {}
+  shouldSample(context: Context, traceId: string, ...rest: unknown[]): SamplingResult {
+    if (context.getValue(DEFERRED_DECISION) !== true) return NOT_RECORD;
+    return (this.ratio.shouldSample as (c: Context, t: string, ...r: unknown[]) => SamplingResult)(context, traceId, ...rest);
+  }
+  toString(): string {
+    return `RemoteUnsampled{${this.ratio.toString()}}`;
+  }
+}
+
+export function samplerFor(ratio: number): Sampler {
+  const byRatio = new TraceIdRatioBasedSampler(ratio);
+  return new ParentBasedSampler({ root: new RootSampler(byRatio), remoteParentNotSampled: new RemoteUnsampledSampler(byRatio) });
+}
+
+export interface TracingMetrics {
+  readonly exported: Counter;
+  readonly dropped: Counter<'reason'>;
+  readonly exportErrors: Counter;
+}
+
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[] = []): Counter<L> {
+  return (registry.getSingleMetric(name) as Counter<L> | undefined) ?? new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
+export function tracingMetrics(registry: Registry): TracingMetrics {
+  return {
+    exported: counter(registry, 'svcproxy_tracing_spans_exported_total', 'Spans the collector accepted'),
+    dropped: counter(registry, 'svcproxy_tracing_spans_dropped_total', 'Spans dropped: queue_full (export too slow) or export_failed', ['reason']),
+    exportErrors: counter(registry, 'svcproxy_tracing_export_errors_total', 'Span batches whose export failed'),
+  };
+}
+
+/** Loads the OTLP exporter for a spec on first use, so an unused protocol's modules are never loaded. */
+async function loadExporter(spec: ExporterSpec, timeoutMillis: number): Promise<SpanExporter> {
+  if (spec.protocol === 'grpc') {
+    const [{ OTLPTraceExporter }, grpc] = await Promise.all([import('@opentelemetry/exporter-trace-otlp-grpc'), import('@grpc/grpc-js')]);
+    const metadata = new grpc.Metadata();
+    if (spec.authorization) metadata.set('authorization', spec.authorization);
+    return new OTLPTraceExporter({ url: spec.url, credentials: grpc.credentials.createInsecure(), metadata, timeoutMillis });
+  }
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+  return new OTLPTraceExporter({ url: spec.url, headers: spec.authorization ? { authorization: spec.authorization } : {}, timeoutMillis });
+}
+
+export type ExporterFactory = (spec: ExporterSpec) => SpanExporter | Promise<SpanExporter>;
+
+/**
+ * Wraps the real exporter: created lazily, every batch's outcome counted, failures logged at most
+ * every 30 s. `queue.pending` mirrors the batch processor's queue length (spans handed over minus
+ * spans taken for export), which is how drops at the queue bound are seen and counted.
+ */
+class CountingExporter implements SpanExporter {
+  private inner: SpanExporter | undefined;
+  private loading: Promise<SpanExporter> | undefined;
+  private lastLog = 0;
+  private failedSinceLog = 0;
+
+  constructor(
+    private readonly spec: ExporterSpec,
+    private readonly factory: ExporterFactory,
+    private readonly queue: { pending: number },
+    private readonly metrics: TracingMetrics,
+    private readonly log: Logger,
+  ) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.queue.pending -= spans.length;
+    const finish = (result: ExportResult): void => {
+      if (result.code === ExportResultCode.SUCCESS) this.metrics.exported.inc(spans.length);
+      else this.failed(spans.length, result.error);
+      done(result);
+    };
+    if (this.inner) return this.inner.export(spans, finish);
+    this.loading ??= Promise.resolve(this.factory(this.spec));
+    this.loading.then(
+      (exporter) => {
+        this.inner = exporter;
+        exporter.export(spans, finish);
+      },
+      (error: Error) => finish({ code: ExportResultCode.FAILED, error }),
+    );
+  }
+
+  private failed(count: number, error: Error | undefined): void {
+    this.metrics.exportErrors.inc();
+    this.metrics.dropped.labels('export_failed').inc(count);
+    this.failedSinceLog += count;
+    const now = Date.now();
+    if (now - this.lastLog < 30_000) return;
+    this.lastLog = now;
+    this.log.warn({ exporter: this.spec.url, dropped: this.failedSinceLog, err: error?.message }, 'span export failed; spans dropped');
+    this.failedSinceLog = 0;
+  }
+
+  async shutdown(): Promise<void> {
+    const exporter = this.inner ?? (this.loading ? await this.loading.catch(() => undefined) : undefined);
+    await exporter?.shutdown();
+  }
+
+  async forceFlush(): Promise<void> {
+    await this.inner?.forceFlush?.();
+  }
+}
+
+/** In front of the batch processor: counts (and drops) what its full queue would drop silently. */
+class BoundedProcessor implements SpanProcessor {
+  constructor(
+    private readonly inner: SpanProcessor,
+    private readonly queue: { pending: number },
+    private readonly maxQueueSize: number,
+    private readonly metrics: TracingMetrics,
+  ) {}
+
+  onStart(): void {}
+
+  onEnd(span: ReadableSpan): void {
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.queue.pending >= this.maxQueueSize) {
+      this.metrics.dropped.labels('queue_full').inc();
+      return;
+    }
+    this.queue.pending++;
+    this.inner.onEnd(span);
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+}
+
+export interface BatchOptions {
+  /** How long spans wait for a batch (default 1000 ms). */
+  readonly scheduledDelayMillis?: number;
+  readonly maxQueueSize?: number;
+  readonly maxExportBatchSize?: number;
+  /** One export's bound, the OTLP exporter's retries included (default 10 s). */
+  readonly exportTimeoutMillis?: number;
+}
+
+export interface TracerPoolOptions {
+  readonly logger: Logger;
+  readonly metrics: TracingMetrics;
+  /** Resource attributes: `service.name` and whatever else identifies this proxy. */
+  readonly resource: Readonly<Record<string, string>>;
+  readonly batch?: BatchOptions;
+  /** Replaces the OTLP exporters (tests). */
+  readonly exporterFactory?: ExporterFactory;
+}
+
+/** One exporter's provider and tracer, with the count of requests in flight that use it. */
+export class TracerEntry {
+  active = 0;
+  retired = false;
+  private shutdownPromise: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private resolveClosed!: () => void;
+  /** Resolves once the provider has been shut down. */
+  readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
+
+  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly provider: BasicTracerProvider) {}
+
+  release(): void {
+    if (--this.active === 0 && this.retired) void this.shutdown();
+  }
+
+  retire(maxWaitMs: number): void {
+    this.retired = true;
+    if (this.active === 0) return void this.shutdown();
+    this.timer = setTimeout(() => void this.shutdown(), maxWaitMs);
+    this.timer.unref();
+  }
+
+  shutdown(): Promise<void> {
+    clearTimeout(this.timer);
+    this.shutdownPromise ??= this.provider.shutdown().catch(() => undefined).then(() => this.resolveClosed());
+    return this.shutdownPromise;
+  }
+
+  forceFlush(): Promise<void> {
+    return this.provider.forceFlush().catch(() => undefined);
+  }
+}
+
+export class TracerPool {
+  private readonly entries = new Map<string, TracerEntry>();
+  private readonly retired = new Set<TracerEntry>();
+  private readonly log: Logger;
+
+  constructor(private readonly opts: TracerPoolOptions) {
+    this.log = opts.logger.child({ component: 'tracing' });
+  }
+
+  /** Bring the providers in line with `specs`: new ones created, unchanged ones kept, gone ones retired. */
+  apply(specs: ReadonlyMap<string, ExporterSpec>): void {
+    for (const [key, spec] of specs) if (!this.entries.has(key)) this.entries.set(key, this.create(spec));
+    for (const [key, entry] of this.entries) {
+      if (specs.has(key)) continue;
+      this.entries.delete(key);
+      this.retired.add(entry);
+      entry.retire(30_000);
+      void entry.closed.then(() => this.retired.delete(entry));
+    }
+  }
+
+  get(key: string): TracerEntry | undefined {
+    return this.entries.get(key);
+  }
+
+  /** Export what is queued now (tests, and shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.entries.values()].map((e) => e.forceFlush()));
+  }
+
+  /** Shut every provider down, flushing what it holds, within `timeoutMs`. */
+  async close(timeoutMs = 3000): Promise<void> {
+    const all = [...this.entries.values(), ...this.retired];
+    this.entries.clear();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(all.map((e) => e.shutdown())),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private create(spec: ExporterSpec): TracerEntry {
+    const batch = this.opts.batch ?? {};
+    const maxQueueSize = batch.maxQueueSize ?? 2048;
+    const exportTimeoutMillis = batch.exportTimeoutMillis ?? 10_000;
+    const queue = { pending: 0 };
+    const exporter = new CountingExporter(spec, this.opts.exporterFactory ?? ((s) => loadExporter(s, exportTimeoutMillis)), queue, this.opts.metrics, this.log);
+    const processor = new BatchSpanProcessor(exporter, {
+      scheduledDelayMillis: batch.scheduledDelayMillis ?? 1000,
+      maxQueueSize,
+      maxExportBatchSize: Math.min(batch.maxExportBatchSize ?? 512, maxQueueSize),
+      exportTimeoutMillis,
+    });
+    const provider = new BasicTracerProvider({
+      resource: defaultResource().merge(resourceFromAttributes({ ...this.opts.resource, 'service.version': VERSION })),
+      sampler: samplerFor(spec.ratio),
+      spanProcessors: [new BoundedProcessor(processor, queue, maxQueueSize, this.opts.metrics)],
+    });
+    this.log.info({ exporter: spec.url, protocol: spec.protocol, sampling: spec.ratio * 100 }, 'tracing exporter ready');
+    return new TracerEntry(spec, provider.getTracer('svcproxy', VERSION), provider);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Access-log settings compiled per workload, table-style: GVC and workload entries, cluster
+ * resolution (STATIC/STRICT_DNS socket addresses, a workload's cluster overriding the GVC's,
+ * `google_grpc.target_uri`), `excludedWorkloads` in its name and link forms on entries and clusters,
+ * batching defaults and durations, and the notes for entries that cannot be used.
+ */
+import t from 'tap';
+import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
+import { clusterTargets, compileAccessLogPlan, durationMs } from '../../src/accesslog/config.js';
+import { responseFlags, duration } from '../../src/accesslog/entry.js';
+import type { Exchange } from '../../src/proxy/exchange.js';
+import { records } from '../helpers/harness.js';
+import { accessLog, cluster } from './fixtures.js';
+
+function plan(gvcEnvoy: Record<string, unknown> | undefined, workloadEnvoy?: Record<string, unknown>, extra: Record<string, unknown>[] = []) {
+  const recs = records({
+    replicas: { 'aws-us-east-2': ['127.0.0.1:1'] },
+    ...(gvcEnvoy ? { gvcSpec: { sidecar: { envoy: gvcEnvoy } } } : {}),
+    ...(workloadEnvoy ? { workloadSpec: { sidecar: { envoy: workloadEnvoy } } } : {}),
+    extra,
+  });
+  return compileAccessLogPlan(buildSnapshot(recs, defaultSettings));
+}
+
+t.test('durations and cluster addresses', async (t) => {
+  t.equal(durationMs('1s'), 1000);
+  t.equal(durationMs('0.25s'), 250);
+  t.equal(durationMs({ seconds: 2, nanos: 500_000_000 }), 2500);
+  t.equal(durationMs(undefined), undefined);
+  t.same(clusterTargets(cluster('x', 9001)), ['127.0.0.1:9001']);
+  t.same(clusterTargets({
+    load_assignment: { endpoints: [
+      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: 'als.internal', port_value: '9001' } } } }, { endpoint: {} }] },
+      { lb_endpoints: [{ endpoint: { address: { socket_address: { address: '::1', port_value: 9002 } } } }] },
+    ] },
+  }), ['als.internal:9001', '[::1]:9002']);
+});
+
+t.test('GVC entries apply to every workload; defaults; the workload\'s own entries', async (t) => {
+  const p = plan({ accessLog: [accessLog('als')], clusters: [cluster('als', 9001)] });
+  const [spec] = p.workloads.get('shop/api')!;
+  t.match(spec, { logName: 'edge', targets: ['127.0.0.1:9001'], flushMs: 1000, bufferBytes: 16384, requestHeaders: [], workloadName: 'api' });
+  t.same(p.notes, []);
+
+  const own = plan(
+    { clusters: [cluster('als', 9001)] },
+    { accessLog: [accessLog('als', { logName: 'mine', flush: '250ms', bytes: 100, typed: { additional_request_headers_to_log: ['X-A'] } })], clusters: [cluster('als', 9009)] },
+  );
+  t.match(own.workloads.get('shop/api'), [{ logName: 'mine', targets: ['127.0.0.1:9009'], flushMs: 250, bufferBytes: 100, requestHeaders: ['x-a'] }], 'a workload cluster overrides the GVC\'s of the same name');
+
+  const google = plan({ accessLog: [{ name: 'envoy.access_loggers.http_grpc', typed_config: { common_config: { log_name: 'g', grpc_service: { google_grpc: { target_uri: 'als:9000', stat_prefix: 'x' } } } } }] });
+  t.match(google.workloads.get('shop/api'), [{ targets: ['als:9000'] }]);
+});
+
+t.test('excludedWorkloads', async (t) => {
+  const web = { kind: 'workload', name: 'web', gvc: 'shop', spec: { type: 'standard', containers: [{ name: 'app', image: 'x', ports: [{ number: 80, protocol: 'http' }] }] } };
+  for (const form of ['web', '//workload/web', '//gvc/shop/workload/web', '/org/acme/gvc/shop/workload/web']) {
+    const p = plan({ accessLog: [accessLog('als', { excludedWorkloads: [form] })], clusters: [cluster('als', 1)] }, undefined, [web]);
+    t.ok(p.workloads.has('shop/api') && !p.workloads.has('shop/web'), `entry excludes ${form}`);
+  }
+  const otherGvc = plan({ accessLog: [accessLog('als', { excludedWorkloads: ['//gvc/other/workload/web'] })], clusters: [cluster('als', 1)] }, undefined, [web]);
+  t.ok(otherGvc.workloads.has('shop/web'), 'a link to another GVC\'s workload does not exclude this one');
+
+  const byCluster = plan({ accessLog: [accessLog('als')], clusters: [cluster('als', 1, { excludedWorkloads: ['web'] })] }, undefined, [web]);
+  t.ok(byCluster.workloads.has('shop/api'));
+  t.notOk(byCluster.workloads.has('shop/web'), 'a cluster that excludes the workload does not resolve for it');
+  t.match(byCluster.notes, [/shop\/web: no cluster "als"/]);
+});
+
+t.test('entries that cannot be used are noted and skipped', async (t) => {
+  const p = plan({
+    accessLog: [accessLog('missing'), accessLog('eds', { logName: 'e' }), accessLog('empty', { logName: 'x' }), { name: 'envoy.access_loggers.http_grpc', typed_config: { common_config: { log_name: 'n', grpc_service: {} } } }],
+    clusters: [{ name: 'eds', type: 'EDS' }, { name: 'empty', type: 'STRICT_DNS', load_assignment: { endpoints: [] } }],
+  });
+  t.equal(p.workloads.size, 0);
+  t.equal(p.notes.length, 4);
+  t.match(p.notes.join('\n'), /no cluster "missing"[\s\S]*EDS[\s\S]*no load_assignment[\s\S]*no envoy_grpc/);
+});
+
+t.test('response flags and durations of an entry', async (t) => {
+  const ex = (errorCode: string | undefined, status: number, attempts = 1) => ({ errorCode, status, attempts }) as unknown as Exchange;
+  const cases: [Exchange, string | undefined, unknown][] = [
+    [ex(undefined, 200), undefined, undefined],
+    [ex('NO_ROUTE', 404), undefined, { no_route_found: true }],
+    [ex('NO_HEALTHY_UPSTREAM', 503), undefined, { no_healthy_upstream: true }],
+    [ex('UPSTREAM_TIMEOUT', 504), undefined, { upstream_request_timeout: true }],
+    [ex('UPSTREAM_RESET', 503, 3), 'connect-failure', { upstream_connection_failure: true, upstream_retry_limit_exceeded: true }],
+    [ex('UPSTREAM_RESET', 503), 'reset', { upstream_remote_reset: true }],
+    [ex('RATE_LIMITED', 429), undefined, { rate_limited: true }],
+    [ex('RATE_LIMIT_UNAVAILABLE', 503), undefined, { rate_limit_service_error: true }],
+    [ex('AUTH_DENIED', 403), undefined, { unauthorized_details: { reason: 'EXTERNAL_SERVICE' } }],
+    [ex('BAD_REQUEST', 400), undefined, { downstream_protocol_error: true }],
+    [ex(undefined, 0), undefined, { downstream_connection_termination: true }],
+  ];
+  for (const [e, failure, flags] of cases) t.same(responseFlags(e, failure), flags, `${e.errorCode ?? 'none'} ${e.status}`);
+  t.same(duration(1234.5678), { seconds: 1, nanos: 234_567_800 });
+  t.same(duration(-5), { seconds: 0, nanos: 0 });
+});
