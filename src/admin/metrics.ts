@@ -16,16 +16,32 @@ export class Metrics {
   readonly replicasReady: Gauge<'workload' | 'location'>;
   readonly ejections: Counter<'workload' | 'location'>;
   readonly retries: Counter<'workload'>;
-  private readonly requestChildren = new Map<string, { inc(): void }[]>();
+  /**
+   * Request counts per workload and location, by status class, kept as plain numbers on the hot path
+   * and copied into the prom-client counter only when /metrics is scraped (prom-client hashes the
+   * label set on every `inc`).
+   */
+  private readonly requestCounts = new Map<string, Map<string, number[]>>();
   private readonly latencyChildren = new Map<string, { observe(value: number): void }>();
 
-  constructor(opts: { defaultMetrics?: boolean; connections?: () => number } = {}) {
+  constructor(opts: { defaultMetrics?: boolean; connections?: () => number; readyReplicas?: () => Iterable<readonly [workload: string, location: string, ready: number]> } = {}) {
     const registers = [this.registry];
+    const requestCounts = this.requestCounts;
     this.requests = new Counter({
       name: 'svcproxy_requests_total',
       help: 'Requests answered, by workload, location and status class',
       labelNames: ['workload', 'location', 'status_class'],
       registers,
+      collect() {
+        this.reset();
+        for (const [workload, byLocation] of requestCounts) {
+          for (const [location, counts] of byLocation) {
+            for (let i = 0; i < STATUS_CLASSES.length; i++) {
+              if (counts[i]! > 0) this.inc({ workload, location, status_class: STATUS_CLASSES[i]! }, counts[i]!);
+            }
+          }
+        }
+      },
     });
     this.upstreamLatency = new Histogram({
       name: 'svcproxy_upstream_latency_seconds',
@@ -49,11 +65,17 @@ export class Metrics {
       labelNames: ['result'],
       registers,
     });
+    const readyReplicas = opts.readyReplicas;
     this.replicasReady = new Gauge({
       name: 'svcproxy_replicas_ready',
       help: 'Ready replicas per workload and location',
       labelNames: ['workload', 'location'],
       registers,
+      collect() {
+        if (!readyReplicas) return;
+        this.reset();
+        for (const [workload, location, ready] of readyReplicas()) this.set({ workload, location }, ready);
+      },
     });
     this.ejections = new Counter({
       name: 'svcproxy_outlier_ejections_total',
@@ -71,14 +93,12 @@ export class Metrics {
   }
 
   countRequest(workload: string, location: string, status: number, upstreamSeconds: number | undefined): void {
-    const key = `${workload}\u0000${location}`;
-    let children = this.requestChildren.get(key);
-    if (!children) {
-      children = STATUS_CLASSES.map((c) => this.requests.labels(workload, location, c));
-      this.requestChildren.set(key, children);
-    }
+    let byLocation = this.requestCounts.get(workload);
+    if (!byLocation) this.requestCounts.set(workload, (byLocation = new Map()));
+    let counts = byLocation.get(location);
+    if (!counts) byLocation.set(location, (counts = [0, 0, 0, 0, 0]));
     const cls = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
-    children[cls]!.inc();
+    counts[cls]!++;
     if (upstreamSeconds !== undefined && workload) {
       let h = this.latencyChildren.get(workload);
       if (!h) this.latencyChildren.set(workload, (h = this.upstreamLatency.labels(workload)));

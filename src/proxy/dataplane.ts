@@ -310,6 +310,13 @@ export class DataPlane implements ExchangeObserver {
     const { replicas, deps } = this.opts;
     if (workload.globallySuspended) return ex.reply({ code: 'SUSPENDED' });
     let location = route.fixedLocation;
+    const gvcLocations = table.snapshot.gvcs.get(workload.gvc)?.locations;
+    if (location === undefined && gvcLocations?.length === 1) {
+      // One location: nothing to choose, so no candidate list is built (the common case).
+      location = gvcLocations[0]!;
+      const options = workload.locationOptions.get(location);
+      if (options?.suspend || options?.maxScale === 0) return ex.reply({ code: 'SUSPENDED' });
+    }
     if (location !== undefined) {
       if (workload.locationOptions.get(location)?.suspend) return ex.reply({ code: 'SUSPENDED' });
     } else {

@@ -41,7 +41,7 @@ export interface UpstreamHeaderOptions {
 
 /** Names listed in a `Connection` header are hop-by-hop too. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return undefined;
   const joined = Array.isArray(value) ? value.join(',') : value;
   let out: Set<string> | undefined;
   for (const token of joined.split(',')) {

@@ -92,7 +92,11 @@ export class Runtime {
       logger: opts.logger.child({ component: 'config' }),
     });
     let runtime: Runtime | undefined;
-    const metrics = new Metrics({ defaultMetrics: true, connections: () => runtime?.openConnections() ?? 0 });
+    const metrics = new Metrics({
+      defaultMetrics: true,
+      connections: () => runtime?.openConnections() ?? 0,
+      readyReplicas: () => runtime?.readyCounts() ?? [],
+    });
     const own = opts.location;
     const replicas = new ReplicaRegistry();
     const prober = new LatencyProber(replicas, deps.clock);
@@ -222,6 +226,18 @@ export class Runtime {
       return dataplane.meshHandlers({ port: listener.address.port }, caller);
     }
     return dataplane.ingressHandlers({ port: listener.address.port, tls: listener.tls });
+  }
+
+  /** Ready replicas per workload and location (every known pair, 0 included). */
+  readyCounts(): [string, string, number][] {
+    const counts = new Map<string, [string, string, number]>();
+    for (const r of this.replicas.all()) {
+      const key = `${r.workload}\u0000${r.location}`;
+      const entry = counts.get(key) ?? [r.workload, r.location, 0];
+      if (r.ready) entry[2]++;
+      counts.set(key, entry);
+    }
+    return [...counts.values()];
   }
 
   openConnections(): number {

@@ -298,6 +298,7 @@ t.test('admin: healthz, ready, metrics, config', async (t) => {
   t.match(metrics, /svcproxy_requests_total\{workload="shop\/api",location="aws-us-east-2",status_class="2xx"\} 1/);
   t.match(metrics, /svcproxy_upstream_latency_seconds_bucket/);
   t.match(metrics, /svcproxy_open_connections/);
+  t.match(metrics, /svcproxy_replicas_ready\{workload="shop\/api",location="aws-us-east-2"\} 1/);
   const config = await (await get('/config')).text();
   t.notMatch(config, /hunter2/, 'secrets are redacted');
   t.match(config, /\[redacted\]/);
