@@ -9,7 +9,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { MAX_HEADER_SIZE } from './upstreams.js';
+import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -47,7 +47,22 @@ function configureHttp1(server: http.Server): void {
   server.requestTimeout = 0;
 }
 
-const HTTP2_SETTINGS: http2.Settings = { maxConcurrentStreams: 1000, enablePush: false, maxHeaderListSize: MAX_HEADER_SIZE };
+const HTTP2_SETTINGS: http2.Settings = {
+  maxConcurrentStreams: 1000,
+  enablePush: false,
+  maxHeaderListSize: MAX_HEADER_SIZE,
+  // See upstreams.ts: a larger window than the 64 KiB default, granted only as data is read.
+  initialWindowSize: STREAM_WINDOW,
+};
+
+/** Grow a new session's connection-level window too (the SETTINGS frame only sets streams'). */
+function growSessionWindow(session: http2.ServerHttp2Session): void {
+  try {
+    session.setLocalWindowSize(SESSION_WINDOW);
+  } catch {
+    // The session closed before it started: nothing to grow.
+  }
+}
 
 export async function listen(opts: ListenerOptions): Promise<Listener> {
   const { handlers } = opts;
@@ -75,6 +90,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     if (handlers.connect) secure.on('connect' as 'request', handlers.connect as never);
     secure.on('secureConnection', track);
     secure.on('sessionError', () => undefined);
+    secure.on('session', growSessionWindow);
     h2 = secure;
     outer = secure;
   } else {
@@ -93,6 +109,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     const plain = http2.createServer({ settings: HTTP2_SETTINGS, maxSessionMemory: 64 });
     plain.on('request', handlers.request);
     plain.on('sessionError', () => undefined);
+    plain.on('session', growSessionWindow);
     h2 = plain;
     const httpServer = h1;
     outer = net.createServer({ noDelay: true }, (socket) => {

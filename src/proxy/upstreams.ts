@@ -11,6 +11,10 @@ import type { HostPort } from '../routing/replicas.js';
 /** Equal to the listeners' limit so a request the proxy accepted is never refused by its own pool. */
 export const MAX_HEADER_SIZE = 64 * 1024;
 
+/** HTTP/2 flow-control windows: per stream, and for a whole session. */
+export const STREAM_WINDOW = 1024 * 1024;
+export const SESSION_WINDOW = 16 * 1024 * 1024;
+
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
@@ -40,7 +44,14 @@ export class Upstreams {
     let session = this.sessions.get(key);
     if (session && !session.closed && !session.destroyed) return session;
     const host = target.host.includes(':') ? `[${target.host}]` : target.host;
-    session = http2.connect(`http://${host}:${target.port}`, { maxHeaderListPairs: 1000, settings: { enablePush: false } });
+    // Windows well above HTTP/2's 64 KiB default: a large body would otherwise wait for a
+    // WINDOW_UPDATE round trip every 64 KiB. Node only grants window as data is read, so
+    // backpressure still holds; the cost is at most one window of buffering per stream.
+    session = http2.connect(`http://${host}:${target.port}`, {
+      maxHeaderListPairs: 1000,
+      settings: { enablePush: false, initialWindowSize: STREAM_WINDOW },
+    });
+    session.once('connect', (s: http2.ClientHttp2Session) => s.setLocalWindowSize(SESSION_WINDOW));
     const forget = (): void => {
       if (this.sessions.get(key) === session) this.sessions.delete(key);
     };
