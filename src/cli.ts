@@ -14,6 +14,7 @@ import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
 import { formatHostPort } from './roles/address.js';
+import { waitForSignals } from './roles/signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
 import { runLogs } from './logs/index.js';
 
@@ -204,21 +205,6 @@ async function endpoints(flags: Flags): Promise<number> {
   return 0;
 }
 
-/** Wait for SIGINT/SIGTERM; SIGHUP reloads. */
-export function waitForSignals(onReload: () => void): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const hup = (): void => onReload();
-    const stop = (signal: NodeJS.Signals): void => {
-      process.off('SIGHUP', hup);
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(signal);
-    };
-    process.on('SIGHUP', hup);
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
-}
 
 export function graceMs(snapshot: Snapshot): number {
   let seconds = 0;

@@ -8,10 +8,9 @@
  * to `reload()`. `open()` throws a `ConfigError` when the first load is invalid.
  */
 import { EventEmitter } from 'node:events';
-import { statSync, watch as watchFs, type FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import type { FSWatcher } from 'node:fs';
 import type { Logger } from 'pino';
-import { isConfigFileName } from './load.js';
+import { watchConfigPaths } from './watch.js';
 import type { Settings, Snapshot } from './model.js';
 import { ConfigError, compileRecords, defaultSettings, loadSnapshot, type LoadResult, type RecordInput } from './snapshot.js';
 
@@ -32,8 +31,6 @@ interface Events {
   change: [snapshot: Snapshot];
 }
 
-/** File names a watched folder's events are for; `all` for a folder given as a path. */
-type Interest = Set<string> | 'all';
 
 export class ConfigStore extends EventEmitter<Events> {
   private snapshot: Snapshot;
@@ -102,17 +99,7 @@ export class ConfigStore extends EventEmitter<Events> {
   /** Watches the folders of the config paths and reloads after changes. Idempotent. */
   watch(): void {
     if (this.watchers.length > 0) return;
-    for (const [dir, interest] of watchTargets(this.options.paths ?? [])) {
-      try {
-        const watcher = watchFs(dir, (_event, name) => {
-          if (isRelevant(interest, name)) this.schedule();
-        });
-        watcher.on('error', (err) => this.options.logger.warn({ err, dir }, 'configuration watch failed'));
-        this.watchers.push(watcher);
-      } catch (err) {
-        this.options.logger.warn({ err, dir }, 'cannot watch configuration folder');
-      }
-    }
+    this.watchers = watchConfigPaths(this.options.paths ?? [], () => this.schedule(), this.options.logger);
   }
 
   /** Stops watching; the current snapshot stays readable. */
@@ -154,29 +141,3 @@ async function load(options: ConfigStoreOptions, generation: number): Promise<Lo
   }
 }
 
-/** Folder → what in it matters: a folder path's config files, or a file path's own name. */
-function watchTargets(paths: readonly string[]): Map<string, Interest> {
-  const targets = new Map<string, Interest>();
-  for (const path of paths) {
-    const isDir = statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
-    if (isDir) {
-      targets.set(path, 'all');
-      continue;
-    }
-    const dir = dirname(path);
-    const interest = targets.get(dir) ?? new Set<string>();
-    if (interest !== 'all') interest.add(basename(path));
-    targets.set(dir, interest);
-  }
-  return targets;
-}
-
-/**
- * Whether a folder event concerns the configuration. Names starting with `..` are Kubernetes'
- * atomic-writer swaps (`..data`), which replace every file of a mounted ConfigMap at once; an event
- * without a name (some platforms) could be anything.
- */
-function isRelevant(interest: Interest, name: string | null): boolean {
-  if (name === null || name.startsWith('..')) return true;
-  return interest === 'all' ? isConfigFileName(name) : interest.has(name);
-}

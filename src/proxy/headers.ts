@@ -6,7 +6,8 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
-const HOP_BY_HOP = new Set([
+/** Hop-by-hop in both directions (RFC 9110 §7.6.1, plus HTTP/2's connection-specific ones). */
+const RESPONSE_HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -15,9 +16,10 @@ const HOP_BY_HOP = new Set([
   'trailer',
   'upgrade',
   'http2-settings',
-  'expect',
-  'host',
 ]);
+
+/** On requests also `expect` (answered here; undici refuses it) and `host` (the route sets it). */
+const HOP_BY_HOP = new Set([...RESPONSE_HOP_BY_HOP, 'expect', 'host']);
 
 export interface UpstreamHeaderOptions {
   /** Host (h1) / :authority (h2) to send upstream. */
@@ -93,16 +95,7 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, opts: UpstreamHea
   return out;
 }
 
-const RESPONSE_HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'http2-settings',
-]);
+
 
 /** The upstream response's headers minus hop-by-hop ones (HTTP/2 forbids them; h1 re-frames). */
 export function downstreamResponseHeaders(incoming: IncomingHttpHeaders): OutgoingHttpHeaders {

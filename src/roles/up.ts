@@ -12,7 +12,8 @@ import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from './address.js';
 import type { Flags } from '../cli.js';
-import { graceMs, waitForSignals } from '../cli.js';
+import { graceMs } from '../cli.js';
+import { waitForSignals } from './signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {

@@ -7,13 +7,12 @@
  * under `/config`. `/ready` is 503 while the store cannot answer (Redis down). `start` rejects with a
  * `RulesError` (every error) or an `Error` naming what failed (Redis unreachable, address in use).
  */
-import { readFileSync, statSync, watch as watchFs, type FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readFileSync, type FSWatcher } from 'node:fs';
 import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
 import { Metrics } from '../../admin/metrics.js';
 import { startAdmin, type AdminServer } from '../../admin/server.js';
-import { isConfigFileName } from '../../config/load.js';
+import { watchConfigPaths } from '../../config/watch.js';
 import { systemClock, type Clock, type Timer } from '../../deps.js';
 import { loadRules, type RuleSet } from './rules.js';
 import { RateLimitService, serviceMetrics, startRateLimitServer, type RateLimitServer } from './server.js';
@@ -161,30 +160,7 @@ export class RateLimitApp {
   }
 
   private watch(): void {
-    const targets = new Map<string, Set<string> | 'all'>();
-    for (const path of this.opts.rules) {
-      if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
-        targets.set(path, 'all');
-        continue;
-      }
-      const dir = dirname(path);
-      const interest = targets.get(dir) ?? new Set<string>();
-      if (interest !== 'all') interest.add(basename(path));
-      targets.set(dir, interest);
-    }
-    for (const [dir, interest] of targets) {
-      try {
-        const watcher = watchFs(dir, (_event, name) => {
-          // `..data` is Kubernetes' ConfigMap swap; an event without a name could be anything.
-          const relevant = name === null || name.startsWith('..') || (interest === 'all' ? isConfigFileName(name) : interest.has(name));
-          if (relevant) this.schedule();
-        });
-        watcher.on('error', (err) => this.opts.logger.warn({ err, dir }, 'rules watch failed'));
-        this.watchers.push(watcher);
-      } catch (err) {
-        this.opts.logger.warn({ err, dir }, 'cannot watch the rules folder; reload with SIGHUP');
-      }
-    }
+    this.watchers = watchConfigPaths(this.opts.rules, () => this.schedule(), this.opts.logger, 'rules');
   }
 
   private schedule(): void {

@@ -5,6 +5,7 @@
  * `FILE: PATH: what is wrong`), an unreachable Redis (its URL, password hidden, and the reason) or a
  * listener that cannot bind.
  */
+import { waitForSignals } from '../../roles/signals.js';
 import type { Logger } from 'pino';
 import type { Flags } from '../../cli.js';
 import { formatHostPort, parseHostPort } from '../../roles/address.js';
@@ -49,18 +50,7 @@ export async function runRateLimitService(flags: Flags, logger: Logger): Promise
   }
   logger.info({ address: formatHostPort(app.address), store: app.store.kind, tls: Boolean(flags['tls-cert']) }, 'ratelimit listening');
   if (app.admin) logger.info({ address: formatHostPort(app.admin.address) }, 'admin listening');
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    const hup = (): void => void app.reload();
-    const stop = (s: NodeJS.Signals): void => {
-      process.off('SIGHUP', hup);
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(s);
-    };
-    process.on('SIGHUP', hup);
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  const signal = await waitForSignals(() => void app.reload());
   logger.info({ signal }, 'stopping');
   await app.close();
   logger.info('stopped');
