@@ -10,6 +10,7 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { LineCounter, isMap, isSeq, parseAllDocuments } from 'yaml';
+import jsyaml from 'js-yaml';
 import { jsonErrorOffset } from './json-error.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
@@ -104,6 +105,61 @@ function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
   }
 }
 
+/** Anchors or aliases: the `yaml` library's alias-expansion limit (billion laughs) must see them. */
+const ANCHOR_OR_ALIAS = /(^|[\s[{,:-])[&*][^\s,\]}]/m;
+
+/**
+ * Where each YAML document's content starts: the first line after a `---` (or the file's start) that
+ * is not blank, a comment or a directive.
+ */
+function documentStartLines(text: string): number[] {
+  const starts: number[] = [];
+  let seeking = true;
+  let line = 0;
+  for (const raw of text.split('\n')) {
+    line++;
+    if (raw.startsWith('---') && (raw.length === 3 || /\s/.test(raw[3]!))) {
+      const rest = raw.slice(3).trim();
+      seeking = rest === '' || rest.startsWith('#');
+      if (!seeking) starts.push(line);
+      continue;
+    }
+    if (raw.startsWith('...') && (raw.length === 3 || /\s/.test(raw[3]!))) {
+      seeking = true;
+      continue;
+    }
+    if (!seeking) continue;
+    const trimmed = raw.trim();
+    if (trimmed === '' || trimmed.startsWith('#') || raw.startsWith('%')) continue;
+    starts.push(line);
+    seeking = false;
+  }
+  return starts;
+}
+
+/**
+ * The common case, about ten times faster than the full parse below (a 10,000-workload file loads in
+ * a fraction of a second): a file of documents that are each one record, with no anchors or aliases.
+ * Anything else (a syntax error, duplicate keys, lists, list responses, empty or scalar documents)
+ * returns false and goes to the full parse, which reports every problem with its line.
+ */
+function parseYamlFast(text: string, source: string, records: SourcedRecord[]): boolean {
+  if (ANCHOR_OR_ALIAS.test(text)) return false;
+  let docs: unknown[];
+  try {
+    docs = jsyaml.loadAll(text, undefined, { schema: jsyaml.CORE_SCHEMA });
+  } catch {
+    return false;
+  }
+  const starts = documentStartLines(text);
+  if (docs.length !== starts.length) return false;
+  for (const doc of docs) {
+    if (!isObject(doc) || Array.isArray(doc) || Array.isArray(doc.items)) return false;
+  }
+  docs.forEach((doc, i) => records.push({ record: doc as RawRecord, source, line: starts[i]! }));
+  return true;
+}
+
 /** Parses one file's text; `format` defaults from the file name (`.json` is JSON, else YAML). */
 export function parseRecords(text: string, source: string, format: 'json' | 'yaml' = extname(source).toLowerCase() === '.json' ? 'json' : 'yaml'): ReadResult {
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
@@ -113,6 +169,7 @@ export function parseRecords(text: string, source: string, format: 'json' | 'yam
     if (body.trim() === '') return { records, errors };
     parseJson(body, { source, records, errors, lineOf: () => undefined });
   } else {
+    if (parseYamlFast(body, source, records)) return { records, errors };
     const counter = new LineCounter();
     const lineOf = (node: unknown): number | undefined => {
       const range = (node as { range?: [number, number, number] } | undefined)?.range;

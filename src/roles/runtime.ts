@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Settings, Snapshot } from '../config/model.js';
+import type { ProbeModel, Settings, Snapshot } from '../config/model.js';
 import { ConfigStore } from '../config/index.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
@@ -19,7 +19,7 @@ import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
 import type { RequestTelemetry } from '../proxy/telemetry.js';
 import { createTelemetry } from '../tracing/index.js';
-import { startProbing } from '../local/probe.js';
+import { DEFAULT_PROBE, startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
 
@@ -53,6 +53,15 @@ export interface RuntimeOptions {
   readonly telemetry?: RequestTelemetry;
   /** `--tracing-collector`: where `spec.tracing.provider.controlplane` sends spans. */
   readonly tracingCollector?: string;
+}
+
+/**
+ * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s, the first one
+ * within a second (spread at random, so thousands of replicas are not all dialled in the same tick).
+ * Failures in between are caught sooner by outlier ejection, which needs no probe.
+ */
+function deploymentProbe(random: () => number): ProbeModel {
+  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() };
 }
 
 interface DeployedReplica {
@@ -136,6 +145,8 @@ export class Runtime {
    * probe loop, so a reload never takes healthy replicas out of rotation.
    */
   private applyDeployments(snapshot: Snapshot): void {
+    // A standalone sidecar forwards to its own app only: it needs no replica table.
+    if (this.opts.role === 'sidecar') return;
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
     const replicas: Replica[] = [];
@@ -164,7 +175,7 @@ export class Runtime {
           };
           const stop = d.forcedNotReady
             ? () => undefined
-            : startProbing(replica, probe, () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
+            : startProbing(replica, probe ?? deploymentProbe(this.deps.random), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
           deployed = { replica, stop };
         }
         next.set(identity, deployed);

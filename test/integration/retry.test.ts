@@ -205,7 +205,11 @@ t.test('a location whose replicas die loses its traffic and gets it back', async
   const near = await startHttpServer(t, echoHandler('near'));
   const far = await startHttpServer(t, echoHandler('far'));
   const nearPort = near.port;
-  const recs = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${nearPort}`], 'gcp-us-west1': [`127.0.0.1:${far.port}`] } });
+  // A probe every second (the default for deployment replicas is every 5 s).
+  const probed = {
+    containers: [{ name: 'app', image: 'app:1', ports: [{ number: 8080, protocol: 'http' }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1, failureThreshold: 1 } }],
+  };
+  const recs = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${nearPort}`], 'gcp-us-west1': [`127.0.0.1:${far.port}`] }, workloadSpec: probed });
   for (const r of recs) {
     if (r.kind === 'location') (r as { status?: unknown }).status = { latencyMs: r.name === 'aws-us-east-2' ? 5 : 80 };
   }
