@@ -59,12 +59,18 @@ export function checkTcp(target: HostPort, signal: AbortSignal): Promise<boolean
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(false);
     const socket = connect({ host: target.host, port: target.port });
+    let settled = false;
     const done = (ok: boolean): void => {
+      if (settled) return;
+      settled = true;
       signal.removeEventListener('abort', onAbort);
       socket.destroy();
       resolve(ok);
     };
-    const onAbort = (): void => done(false);
+    // The timeout is a timer, and timers run before I/O in each turn of the event loop: when this
+    // process is busy, a connection that succeeded in time may still be waiting to be reported.
+    // Let one I/O phase pass first, so the prober's own lag never marks a healthy replica not ready.
+    const onAbort = (): void => void setImmediate(() => done(false));
     signal.addEventListener('abort', onAbort, { once: true });
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
