@@ -1,0 +1,71 @@
+/**
+ * Fixed-rate HTTP/1.1 load (wrk2-style pacing, which wrk lacks): R requests a second for T seconds on
+ * a keep-alive agent of up to 64 connections. Requests go out on a 1 ms timer; a request sent within
+ * 2 ms of its scheduled time is timed from when it was sent, a later one (the client or the event
+ * loop stalled) from when it should have been sent, so a stall counts against every request it
+ * delayed. Prints one JSON line: sent, ok, errors, the achieved rate, p50/p99/p99.9 (ms).
+ *
+ *   node paced.js PORT HOST RATE SECONDS
+ */
+import http from 'node:http';
+import { percentiles, Samples } from '../lib/stats.js';
+
+const [portArg, host, rateArg, secondsArg] = process.argv.slice(2);
+const port = Number(portArg);
+const rate = Number(rateArg);
+const seconds = Number(secondsArg);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const latencies = new Samples();
+let sent = 0;
+let errors = 0;
+let non200 = 0;
+let firstError = '';
+
+function request(scheduled: number): Promise<void> {
+  sent++;
+  const now = performance.now();
+  const from = now - scheduled <= 2 ? now : scheduled;
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        if (res.statusCode === 200) latencies.push(performance.now() - from);
+        else non200++;
+        resolve();
+      });
+    });
+    req.on('error', (err) => {
+      errors++;
+      firstError ||= err.message;
+      resolve();
+    });
+    req.end();
+  });
+}
+
+const started = performance.now();
+const pending = new Set<Promise<void>>();
+const TICK = 1;
+await new Promise<void>((resolve) => {
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const due = Math.min(rate * seconds, Math.floor(((now - started) / 1000) * rate));
+    while (sent < due) {
+      // The scheduled time of this request, not now: late sends count their lateness.
+      const scheduled = started + (sent / rate) * 1000;
+      const p = request(scheduled);
+      pending.add(p);
+      void p.then(() => pending.delete(p));
+    }
+    if (sent >= rate * seconds) {
+      clearInterval(timer);
+      resolve();
+    }
+  }, TICK);
+});
+await Promise.all(pending);
+const elapsed = (performance.now() - started) / 1000;
+const [p50, p99, p999] = percentiles(latencies.values(), [50, 99, 99.9]);
+process.stdout.write(JSON.stringify({ sent, ok: latencies.length, non200, errors, firstError, seconds: elapsed, rps: latencies.length / elapsed, p50, p99, p999 }) + '\n');
+agent.destroy();
+process.exit(0);

@@ -1,0 +1,226 @@
+/**
+ * Every process a bench row needs, started on demand (once) and stopped by name: the upstreams and
+ * outside services (kept for the whole run), the peers and the svcproxy roles (restarted for each
+ * section, so each section's memory figures start from a fresh process). Ports are chosen up front,
+ * so the svcproxy records can name them before anything starts.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { canConnect, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
+import { startHaproxy, startNginx } from './peers.js';
+import {
+  GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
+  type MainConfig,
+} from './svc.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const DIST = path.resolve(HERE, '..');
+export const script = (rel: string): string => path.join(DIST, rel);
+
+export interface Handle {
+  name: string;
+  port: number;
+  /** h2c port of nginx / HAProxy. */
+  h2Port?: number;
+  /** Stats port of the auth server and the OTLP sink. */
+  statsPort?: number;
+  procs: Proc[];
+}
+
+/** Services that outlive a section (not proxies: their memory is not reported). */
+export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp', 'ratelimit']);
+
+const PORT_NAMES = [
+  'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'ratelimit', 'ratelimit-admin',
+  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify',
+  'sc-plain', 'sc-plain-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
+  'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
+  'ingress-10', 'ingress-10-admin', 'ingress-10k', 'ingress-10k-admin', 'ingress-10k-10', 'ingress-10k-10-admin',
+] as const;
+type PortName = (typeof PORT_NAMES)[number];
+
+export class Fleet {
+  private readonly started = new Map<string, Promise<Handle>>();
+  readonly ports: Record<PortName, number>;
+  readonly config: MainConfig;
+  readonly logDir: string;
+  private scaleDirs = new Map<string, string>();
+
+  private constructor(
+    readonly workDir: string,
+    ports: number[],
+    readonly tools: Record<string, string | undefined>,
+    readonly scaleWorkloads: number,
+  ) {
+    this.ports = Object.fromEntries(PORT_NAMES.map((n, i) => [n, ports[i]!])) as Record<PortName, number>;
+    this.logDir = path.join(workDir, 'logs');
+    mkdirSync(this.logDir, { recursive: true });
+    this.config = writeMainConfig(path.join(workDir, 'config'), {
+      app: this.ports['up-http'],
+      h2App: this.ports['up-h2c'],
+      grpcApp: this.ports['up-grpc'],
+      authz: this.ports.authz,
+      ratelimit: this.ports.ratelimit,
+      otlp: this.ports.otlp,
+      chainSidecar: this.ports['sc-chain'],
+    });
+  }
+
+  static async create(workDir: string, tools: Record<string, string | undefined>, scaleWorkloads: number): Promise<Fleet> {
+    return new Fleet(workDir, await freePorts(PORT_NAMES.length), tools, scaleWorkloads);
+  }
+
+  /** Start (once) and return a service; rejects with the reason it could not start. */
+  get(name: string): Promise<Handle> {
+    let p = this.started.get(name);
+    if (!p) {
+      p = this.start(name);
+      // A failed start is remembered too (same reason every time), but not as unhandled.
+      p.catch(() => undefined);
+      this.started.set(name, p);
+    }
+    return p;
+  }
+
+  async stop(names: readonly string[]): Promise<void> {
+    await Promise.all(
+      names.map(async (name) => {
+        const p = this.started.get(name);
+        this.started.delete(name);
+        if (!p) return;
+        try {
+          const h = await p;
+          await Promise.all(h.procs.map((proc) => proc.stop()));
+        } catch {
+          /* never started */
+        }
+      }),
+    );
+  }
+
+  /** Stop every proxy (everything but the upstreams and outside services). */
+  async stopProxies(): Promise<void> {
+    await this.stop([...this.started.keys()].filter((n) => !BACKENDS.has(n)));
+  }
+
+  async stopAll(): Promise<void> {
+    await this.stop([...this.started.keys()]);
+  }
+
+  /** A folder of N workloads; `deployments` of them deployed (all by default); YAML or JSON. */
+  scaleDir(n: number, opts: { deployments?: number; format?: 'yaml' | 'json' } = {}): string {
+    const key = `${n}-${opts.deployments ?? n}-${opts.format ?? 'yaml'}`;
+    let dir = this.scaleDirs.get(key);
+    if (!dir) {
+      dir = writeScaleConfig(path.join(this.workDir, `scale-${key}`), n, this.ports['up-http'], opts);
+      this.scaleDirs.set(key, dir);
+    }
+    return dir;
+  }
+
+  private node(name: string, rel: string, args: (string | number)[]): Proc {
+    return spawnProc(name, process.execPath, [script(rel), ...args.map(String)], { logDir: this.logDir });
+  }
+
+  private async listening(proc: Proc, port: number, timeoutMs = 15_000): Promise<void> {
+    await waitUntil(() => canConnect(port), timeoutMs, `${proc.name} on port ${port}`, proc);
+  }
+
+  private async start(name: string): Promise<Handle> {
+    const p = this.ports;
+    const app = `127.0.0.1:${p['up-http']}`;
+    const sidecar = async (key: 'sc-plain' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc', workload: string, appAddr: string, deps: string[], gvc = GVC): Promise<Handle> => {
+      await Promise.all(deps.map((d) => this.get(d)));
+      const svc = launchSvc({
+        name: key, role: 'sidecar', args: sidecarArgs([this.config.records], workload, appAddr, gvc),
+        port: p[key], adminPort: p[`${key}-admin`], logDir: this.logDir,
+      });
+      await waitReady(svc);
+      return { name, port: p[key], procs: [svc.proc] };
+    };
+    switch (name) {
+      case 'up-http':
+      case 'up-h2c':
+      case 'up-grpc': {
+        const kind = name.slice(3);
+        const proc = this.node(name, 'servers/upstream.js', [kind, p[name]]);
+        await this.listening(proc, p[name]);
+        return { name, port: p[name], procs: [proc] };
+      }
+      case 'authz':
+      case 'otlp': {
+        const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`]]);
+        await this.listening(proc, p[`${name}-stats`]);
+        return { name, port: p[name], statsPort: p[`${name}-stats`], procs: [proc] };
+      }
+      case 'ratelimit': {
+        const svc = launchSvc({ name, role: 'ratelimit', args: ['--config', this.config.rules], port: p.ratelimit, adminPort: p['ratelimit-admin'], logDir: this.logDir });
+        await this.listening(svc.proc, p.ratelimit);
+        return { name, port: p.ratelimit, procs: [svc.proc] };
+      }
+      case 'nginx':
+      case 'haproxy': {
+        if (!this.tools[name]) throw new Error(`${name} is not installed`);
+        await this.get('up-http');
+        const dir = path.join(this.workDir, name);
+        mkdirSync(dir, { recursive: true });
+        const ports = { listen: p[name], listenH2: p[`${name}-h2`], upstream: p['up-http'] };
+        const proc = name === 'nginx' ? startNginx(dir, ports, this.logDir) : startHaproxy(dir, ports, this.logDir);
+        await this.listening(proc, ports.listen);
+        await this.listening(proc, ports.listenH2);
+        return { name, port: ports.listen, h2Port: ports.listenH2, procs: [proc] };
+      }
+      case 'hp3':
+      case 'fastify': {
+        await this.get('up-http');
+        const proc = this.node(name, name === 'hp3' ? 'peers/http-proxy-3.js' : 'peers/fastify-proxy.js', [p[name], p['up-http']]);
+        await this.listening(proc, p[name]);
+        return { name, port: p[name], procs: [proc] };
+      }
+      case 'sc-plain':
+        return sidecar('sc-plain', 'plain', app, ['up-http']);
+      case 'sc-chain':
+        return sidecar('sc-chain', 'chain', app, ['up-http']);
+      case 'sc-guarded':
+        return sidecar('sc-guarded', 'guarded', app, ['up-http', 'authz', 'ratelimit']);
+      case 'sc-traced':
+        return sidecar('sc-traced', 'traced', app, ['up-http', 'otlp'], TRACED_GVC);
+      case 'sc-h2':
+        return sidecar('sc-h2', 'h2', `127.0.0.1:${p['up-h2c']}`, ['up-h2c']);
+      case 'sc-grpc':
+        return sidecar('sc-grpc', 'grpc', `127.0.0.1:${p['up-grpc']}`, ['up-grpc']);
+      case 'ingress': {
+        await Promise.all([this.get('up-http'), this.get('up-grpc')]);
+        const svc = launchSvc({ name, role: 'ingress', args: ingressArgs([this.config.records, this.config.deployments]), port: p.ingress, adminPort: p['ingress-admin'], logDir: this.logDir });
+        await waitReady(svc);
+        // Ready means listening; the deployment replicas are usable once their first probe passed.
+        await waitUntil(async () => (await httpRequest(p.ingress, { host: hostOf('api') })).status === 200, 15_000, 'ingress → app answering 200', svc.proc);
+        return { name, port: p.ingress, procs: [svc.proc] };
+      }
+      case 'ingress-10':
+      case 'ingress-10k':
+      case 'ingress-10k-10': {
+        // ingress-10k-10: the large route table, but only 10 deployed workloads (10 probes a second).
+        await this.get('up-http');
+        const n = name === 'ingress-10' ? 10 : this.scaleWorkloads;
+        const deployments = name === 'ingress-10k-10' ? 10 : n;
+        const svc = launchSvc({ name, role: 'ingress', args: ingressArgs([this.scaleDir(n, { deployments })]), port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
+        await waitReady(svc, 180_000);
+        await waitUntil(async () => (await httpRequest(p[name], { host: hostOf(scaleTarget(n, deployments)) })).status === 200, 180_000, `${name} answering 200`, svc.proc);
+        return { name, port: p[name], procs: [svc.proc] };
+      }
+      default:
+        throw new Error(`unknown service ${name}`);
+    }
+  }
+}
+
+/** The workload the scale rows send their requests to: a deployed one from the middle. */
+export function scaleTarget(n: number, deployments = n): string {
+  return scaleName(Math.floor(Math.min(n, deployments) / 2));
+}
+
+export async function stats(port: number): Promise<{ calls: number; bytes: number }> {
+  return JSON.parse((await httpRequest(port)).body) as { calls: number; bytes: number };
+}

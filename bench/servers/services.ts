@@ -1,0 +1,90 @@
+/**
+ * The outside services some svcproxy rows call, each in its own process:
+ *
+ *   node services.js authz PORT STATS_PORT  Envoy ext_authz v3 gRPC server built from Envoy's own
+ *        external_auth.proto (shipped in @grpc/grpc-js-xds): answers OK, except PERMISSION_DENIED when
+ *        the request carries `x-bench-deny` (so the bench can prove the filter is really in the path)
+ *   node services.js otlp PORT STATS_PORT   an OTLP/gRPC trace sink: accepts
+ *        `opentelemetry.proto.collector.trace.v1.TraceService/Export` and answers an empty
+ *        ExportTraceServiceResponse without decoding the spans
+ *
+ * `GET http://127.0.0.1:STATS_PORT/` answers `{"calls": N, "bytes": B}`.
+ */
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { identity } from '../lib/grpc-echo.js';
+
+const [kind, portArg, statsArg] = process.argv.slice(2);
+const stats = { calls: 0, bytes: 0 };
+
+function bind(server: grpc.Server): void {
+  server.bindAsync(`127.0.0.1:${Number(portArg)}`, grpc.ServerCredentials.createInsecure(), (err) => {
+    if (err) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    http.createServer((_req, res) => res.end(JSON.stringify(stats))).listen(Number(statsArg), '127.0.0.1', () => {
+      process.stdout.write(`${kind} listening on ${portArg}\n`);
+    });
+  });
+}
+
+interface CheckRequest {
+  attributes?: { request?: { http?: { headers?: Record<string, string> } } };
+}
+
+if (kind === 'authz') {
+  const require = createRequire(import.meta.url);
+  const deps = path.join(path.dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
+  const definition = protoLoader.loadSync('envoy/service/auth/v3/external_auth.proto', {
+    keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+    includeDirs: ['envoy-api', 'googleapis', 'xds', 'protoc-gen-validate'].map((d) => path.join(deps, d)),
+  });
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as {
+    envoy: { service: { auth: { v3: { Authorization: { service: grpc.ServiceDefinition } } } } };
+  };
+  const server = new grpc.Server();
+  server.addService(loaded.envoy.service.auth.v3.Authorization.service, {
+    Check: (call: grpc.ServerUnaryCall<CheckRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      stats.calls++;
+      const headers = call.request.attributes?.request?.http?.headers ?? {};
+      if (headers['x-bench-deny'] !== undefined) {
+        callback(null, { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'denied by bench' } });
+      } else {
+        callback(null, { status: { code: 0 }, ok_response: {} });
+      }
+    },
+  });
+  bind(server);
+} else if (kind === 'otlp') {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  server.addService(
+    {
+      Export: {
+        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    {
+      Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        stats.calls++;
+        stats.bytes += call.request.length;
+        callback(null, Buffer.alloc(0));
+      },
+    },
+  );
+  bind(server);
+} else {
+  process.stderr.write('usage: services.js authz|otlp PORT STATS_PORT\n');
+  process.exit(2);
+}
+
+process.on('SIGTERM', () => process.exit(0));
