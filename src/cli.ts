@@ -17,6 +17,7 @@ import { formatHostPort } from './roles/address.js';
 import { waitForSignals } from './roles/signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
 import { runLogs } from './logs/index.js';
+import { parseDuration } from './config/values.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },
@@ -46,6 +47,11 @@ const OPTIONS = {
   until: { type: 'string' },
   container: { type: 'string' },
   'tracing-collector': { type: 'string' },
+  'headers-timeout': { type: 'string' },
+  'max-connections': { type: 'string' },
+  'max-requests-per-connection': { type: 'string' },
+  'max-concurrent-streams': { type: 'string' },
+  'max-event-loop-delay': { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   debug: { type: 'boolean', short: 'd' },
   help: { type: 'boolean', short: 'h' },
@@ -86,6 +92,12 @@ Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DO
   --vendor NAME           tag/header/env prefix (default svc: svc/…, x-svc-…, SVC_…)
   --tracing-collector HOST:PORT  OTLP collector for spec.tracing.provider.controlplane
   --log-dir DIR           where "up" writes and "logs" reads workload logs (default .svcproxy/logs)
+  --headers-timeout D     time a client has to send a request head (default 66s; slowloris: 408)
+  --max-connections N     connections open at once per listener (default 16384; 0: unlimited)
+  --max-requests-per-connection N  HTTP/1.1 requests per connection (default 0: unlimited)
+  --max-concurrent-streams N       HTTP/2 streams per connection (default 1000)
+  --max-event-loop-delay D         shed new requests (503 overloaded) while the event loop lags
+                          more than this (default 250ms; 0: never)
   --output, -o FORMAT     text | json | yaml
   --verbose, -v           debug logs     --debug, -d   trace logs
   --help, -h
@@ -118,6 +130,33 @@ export function settingsFrom(flags: Flags): Settings {
     directDomain: (flags['direct-domain'] ?? defaultSettings.directDomain).toLowerCase(),
     internalDomain: (flags['internal-domain'] ?? defaultSettings.internalDomain).toLowerCase(),
   };
+}
+
+/** The listener limits and the shedding threshold from their flags; absent flags keep the defaults. */
+export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
+  const duration = (name: 'headers-timeout' | 'max-event-loop-delay', min: number): number | undefined => {
+    const text = flags[name];
+    if (text === undefined) return undefined;
+    const ms = parseDuration(text);
+    if (ms === undefined || !(ms >= min)) throw new UsageError(`--${name} must be a duration of at least ${min} ms (200ms, 1.5s, 2m), not ${JSON.stringify(text)}`);
+    return ms;
+  };
+  const count = (name: 'max-connections' | 'max-requests-per-connection' | 'max-concurrent-streams', min: number): number | undefined => {
+    const text = flags[name];
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!/^\d+$/.test(text.trim()) || n < min) throw new UsageError(`--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
+    return n;
+  };
+  const limits = {
+    headersTimeoutMs: duration('headers-timeout', 1),
+    maxEventLoopDelayMs: duration('max-event-loop-delay', 0),
+    maxConnections: count('max-connections', 0),
+    maxRequestsPerConnection: count('max-requests-per-connection', 0),
+    maxConcurrentStreams: count('max-concurrent-streams', 1),
+  };
+  const given = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
+  return Object.keys(given).length > 0 ? given : undefined;
 }
 
 function loggerFrom(flags: Flags, sync = false): Logger {
@@ -229,6 +268,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
+    ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
   };
   if (role === 'ingress' && !options.location) throw new UsageError('svcproxy ingress needs --location NAME');

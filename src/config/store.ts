@@ -6,13 +6,19 @@
  * files, so a file replaced by rename (editors, `kubectl` ConfigMap `..data` swaps) is seen; events
  * are debounced (100 ms) into one reload, and reloads run one at a time. SIGHUP is wired by the CLI
  * to `reload()`. `open()` throws a `ConfigError` when the first load is invalid.
+ *
+ * A reload in which a file that held records now holds none (it exists, but is empty or only
+ * comments) is rejected too: that is what a file looks like while an editor or `echo >` rewrites it
+ * in place, and applying it would remove every route it held. To remove a file's records, delete
+ * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
  */
 import { EventEmitter } from 'node:events';
-import type { FSWatcher } from 'node:fs';
+import { existsSync, type FSWatcher } from 'node:fs';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
+import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
-import { ConfigError, compileRecords, defaultSettings, loadSnapshot, type LoadResult, type RecordInput } from './snapshot.js';
+import { ConfigError, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
   /** Files and folders to read (`--config`). */
@@ -39,16 +45,19 @@ export class ConfigStore extends EventEmitter<Events> {
   private queue: Promise<unknown> = Promise.resolve();
   private watchers: FSWatcher[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Records per config file in the snapshot in force. */
+  private perFile: ReadonlyMap<string, number>;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Snapshot) {
+  private constructor(private readonly options: ConfigStoreOptions, first: Loaded & { ok: true }) {
     super();
-    this.snapshot = first;
+    this.snapshot = first.snapshot;
+    this.perFile = first.perFile;
   }
 
   static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
     const result = await load(options, 1);
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
-    const store = new ConfigStore(options, result.snapshot);
+    const store = new ConfigStore(options, result);
     store.logLoaded(result.snapshot);
     return store;
   }
@@ -74,8 +83,19 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   private async reloadNow(): Promise<boolean> {
-    const result = await load(this.options, this.snapshot.generation + 1);
+    let result: Loaded = await load(this.options, this.snapshot.generation + 1);
     const { logger } = this.options;
+    if (result.ok) {
+      const now = result.perFile;
+      const emptied = [...this.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
+      if (emptied.length > 0) {
+        result = {
+          ok: false,
+          warnings: [],
+          errors: emptied.map(([file, n]) => `${file}: holds no records now (it held ${n}); an emptied file is taken for one being rewritten — delete it to remove its records`),
+        };
+      }
+    }
     if (!result.ok) {
       this.errors = Object.freeze([...result.errors]);
       this.errorAt = new Date((this.options.now ?? Date.now)());
@@ -84,6 +104,7 @@ export class ConfigStore extends EventEmitter<Events> {
       return false;
     }
     this.snapshot = result.snapshot;
+    this.perFile = result.perFile;
     this.errors = undefined;
     this.errorAt = undefined;
     this.logLoaded(result.snapshot);
@@ -128,12 +149,23 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 }
 
-async function load(options: ConfigStoreOptions, generation: number): Promise<LoadResult> {
+type Loaded = (LoadResult & { ok: false }) | (LoadResult & { ok: true; perFile: ReadonlyMap<string, number> });
+
+async function load(options: ConfigStoreOptions, generation: number): Promise<Loaded> {
   const settings = options.settings ?? defaultSettings;
   const records = options.records ?? [];
   try {
-    if (options.paths && options.paths.length > 0) return await loadSnapshot(options.paths, settings, generation, records);
-    return compileRecords(records, settings, generation);
+    if (!options.paths || options.paths.length === 0) {
+      const result = compileRecords(records, settings, generation);
+      return result.ok ? { ...result, perFile: new Map() } : result;
+    }
+    // As loadSnapshot, keeping how many records each file held.
+    const read = await readRecords(options.paths);
+    if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
+    const perFile = new Map<string, number>();
+    for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
+    const result = compileRecords([...read.records, ...toSourced(records)], settings, generation);
+    return result.ok ? { ...result, perFile } : result;
   } catch (e) {
     // The pipeline answers invalid input with errors; an exception is a bug in it. A running process
     // must still keep its configuration rather than die on a debounced reload.

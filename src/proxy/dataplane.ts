@@ -48,6 +48,8 @@ import { proxyWebSocket } from './websocket.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
 import { filterUpgrade } from './upgrade-filters.js';
+import type { OverloadGuard } from './overload.js';
+import { requestProblem } from './sanitize.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -60,6 +62,8 @@ export interface DataPlaneOptions {
   readonly telemetry?: RequestTelemetry;
   /** Measured latency to a location (ms), for geo routing; `location.status.latencyMs` wins. */
   readonly latencyOf?: (location: string) => number | undefined;
+  /** Load shedding: new requests get 503 `overloaded` while it says so. */
+  readonly overload?: OverloadGuard;
 }
 
 /** What every attempt of one request sends. */
@@ -237,6 +241,17 @@ export class DataPlane implements ExchangeObserver {
     res.once('close', () => {
       if (!ex.isFinished) ex.abort(new Error('client closed'));
     });
+    // Shed before any work: an overloaded process answers at once instead of queueing.
+    if (this.opts.overload?.shed()) {
+      ex.reply({ code: 'OVERLOADED' });
+      return undefined;
+    }
+    const problem = requestProblem(req);
+    if (problem) {
+      // The connection is closed after the answer: its framing can no longer be trusted.
+      ex.reply({ code: problem.status === 501 ? 'NOT_IMPLEMENTED' : 'BAD_REQUEST', message: `bad request: ${problem.reason}`, ...(req.httpVersionMajor === 1 ? { headers: { connection: 'close' } } : {}) });
+      return undefined;
+    }
     if (url.length > MAX_URL_LENGTH) {
       ex.reply({ code: 'URI_TOO_LONG' });
       return undefined;
@@ -567,6 +582,9 @@ export class DataPlane implements ExchangeObserver {
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
     if (!norm.ok) return void rejectUpgrade(socket, 400, `bad request: ${norm.reason}`, requestId);
+    if (this.opts.overload?.shed()) return void rejectUpgrade(socket, 503, ERRORS.OVERLOADED.message, requestId, 'OVERLOADED');
+    const problem = requestProblem(req);
+    if (problem) return void rejectUpgrade(socket, problem.status, `bad request: ${problem.reason}`, requestId);
     const table = this.table;
     const target = resolveHost(table.hosts, hostHeader, listener, port);
     const fake = { path: norm.path, query: norm.query, pathWithQuery: norm.path + norm.query } as Exchange;
@@ -639,6 +657,7 @@ export class DataPlane implements ExchangeObserver {
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
+    if (ex.upstreamStartedAt > 0 && ex.abortUpstream === undefined) abortWhenStarted(ex);
     this.opts.telemetry?.requestEnd(ex);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
     if (state && 'budget' in state) state.budget.active--;
@@ -673,6 +692,27 @@ export class DataPlane implements ExchangeObserver {
       });
     }
   }
+}
+
+/**
+ * An exchange that ended (client reset, timeout) while its HTTP/1.1 attempt still waited in the
+ * upstream pool's queue had nothing to abort: the forwarder learns how to abort an attempt only
+ * when undici starts it. Left alone, the attempt would start later for nobody, and its answer,
+ * written to a closed response, would pause that pooled connection forever: enough of them (an
+ * HTTP/2 rapid reset, a black-holed upstream) and the pool is wedged for every later request. So
+ * whoever later installs the abort function aborts the attempt at once.
+ */
+function abortWhenStarted(ex: Exchange): void {
+  let abort: ((reason: Error) => void) | undefined;
+  Object.defineProperty(ex, 'abortUpstream', {
+    configurable: true,
+    enumerable: true,
+    get: () => abort,
+    set: (fn: ((reason: Error) => void) | undefined) => {
+      abort = fn;
+      fn?.(new Error('the request ended before its upstream attempt started'));
+    },
+  });
 }
 
 function isInternal(target: HostTarget | undefined): boolean {
@@ -733,7 +773,7 @@ export function rejectUpgrade(socket: Duplex, status: number, message: string, i
 }
 
 function statusText(status: number): string {
-  return ({ 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as Record<number, string>)[status] ?? 'Error';
+  return ({ 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as Record<number, string>)[status] ?? 'Error';
 }
 
 export type { LocalReply };

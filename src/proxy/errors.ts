@@ -30,6 +30,7 @@ export const ERRORS = {
   URI_TOO_LONG: { status: 414, message: 'uri too long', grpc: 13 },
   HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large', grpc: 13 },
   OVERLOADED: { status: 503, message: 'overloaded', grpc: 14 },
+  NOT_IMPLEMENTED: { status: 501, message: 'not implemented', grpc: 12 /* UNIMPLEMENTED */ },
 } as const satisfies Record<string, { status: number; message: string; grpc: number }>;
 
 export type ErrorCode = keyof typeof ERRORS;

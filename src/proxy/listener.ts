@@ -2,8 +2,17 @@
  * One listening port that speaks HTTP/1.1 and h2c (prior knowledge) in cleartext, or HTTP/1.1 and h2
  * over TLS chosen by ALPN. Node 20 cannot serve both cleartext protocols from one server, so the port
  * is a `net.Server` that peeks at each connection's first bytes: the HTTP/2 preface goes to an
- * `http2` server, anything else to an `http` server. A connection that sends nothing is closed by the
- * HTTP server's own timeouts. Every handler receives the compat request/response pair of its protocol.
+ * `http2` server, anything else to an `http` server. Every handler receives the compat
+ * request/response pair of its protocol.
+ *
+ * Limits (`ListenerLimits`, each with a production default): a client has `headersTimeoutMs` to
+ * choose a protocol and send a whole HTTP/1.1 request head (slowloris: 408, connection closed);
+ * `maxConnections` connections at once (beyond, new ones are closed on accept and counted);
+ * `maxRequestsPerConnection` HTTP/1.1 requests per connection; `maxConcurrentStreams` HTTP/2 streams
+ * per session (beyond: REFUSED_STREAM); and an HTTP/2 session whose client resets more than
+ * `maxStreamResetsPerSecond` unanswered streams in one second (rapid reset, CVE-2023-44487) gets
+ * GOAWAY ENHANCE_YOUR_CALM and is closed. Malformed HTTP/1.1 gets 400/431/408 and the connection
+ * closed, never an answer injected into a response already under way.
  */
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -29,6 +38,41 @@ export interface ListenerOptions {
    */
   tls?: { cert: string | Buffer; key: string | Buffer; clientCa?: string | Buffer };
   handlers: ListenerHandlers;
+  limits?: ListenerLimits;
+  /** Told about what the limits turned away (for metrics). */
+  events?: ListenerEvents;
+}
+
+/** Per-listener protection limits; an absent member takes its default (`DEFAULT_LIMITS`). */
+export interface ListenerLimits {
+  /**
+   * Time a client has, from connecting (or from the end of its previous request), to send a whole
+   * HTTP/1.1 request head, and to send enough bytes to pick a protocol. Past it: 408 and close.
+   */
+  readonly headersTimeoutMs?: number;
+  /** Connections open at once; 0: unlimited. Beyond it new connections are closed on accept. */
+  readonly maxConnections?: number;
+  /** HTTP/1.1 requests served on one connection (the last answer says `Connection: close`); 0: unlimited. */
+  readonly maxRequestsPerConnection?: number;
+  /** HTTP/2 streams open at once in one session (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  readonly maxConcurrentStreams?: number;
+  /** HTTP/2 streams one session may see aborted (client resets) in one second before it is closed. */
+  readonly maxStreamResetsPerSecond?: number;
+}
+
+export const DEFAULT_LIMITS: Required<ListenerLimits> = Object.freeze({
+  headersTimeoutMs: 66_000,
+  maxConnections: 16_384,
+  maxRequestsPerConnection: 0,
+  maxConcurrentStreams: 1000,
+  maxStreamResetsPerSecond: 200,
+});
+
+export interface ListenerEvents {
+  /** A connection was closed on accept: `maxConnections` were already open. */
+  connectionRejected?(): void;
+  /** An HTTP/2 session was closed with ENHANCE_YOUR_CALM (too many stream resets). */
+  sessionCalmed?(): void;
 }
 
 export interface Listener {
@@ -41,19 +85,31 @@ export interface Listener {
   openConnections(): number;
 }
 
-function configureHttp1(server: http.Server): void {
+function configureHttp1(server: http.Server, limits: Required<ListenerLimits>): void {
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = 0;
+  server.maxRequestsPerSocket = limits.maxRequestsPerConnection;
+  // Node starts its connection tracking (which enforces headersTimeout and makes
+  // closeIdleConnections() work) on 'listening'. This server never listens: the sniffer hands it
+  // its connections. Without this, no headers timeout is ever enforced (slowloris).
+  server.emit('listening');
 }
 
-const HTTP2_SETTINGS: http2.Settings = {
-  maxConcurrentStreams: 1000,
-  enablePush: false,
-  maxHeaderListSize: MAX_HEADER_SIZE,
-  // See upstreams.ts: a larger window than the 64 KiB default, granted only as data is read.
-  initialWindowSize: STREAM_WINDOW,
-};
+function http2Settings(limits: Required<ListenerLimits>): http2.Settings {
+  return {
+    maxConcurrentStreams: limits.maxConcurrentStreams,
+    enablePush: false,
+    maxHeaderListSize: MAX_HEADER_SIZE,
+    // See upstreams.ts: a larger window than the 64 KiB default, granted only as data is read.
+    initialWindowSize: STREAM_WINDOW,
+  };
+}
+
+/** How often Node checks request heads against the headers timeout. */
+function checkingInterval(headersTimeoutMs: number): number {
+  return Math.min(30_000, Math.max(50, Math.floor(headersTimeoutMs / 4)));
+}
 
 /** Grow a new session's connection-level window too (the SETTINGS frame only sets streams'). */
 function growSessionWindow(session: http2.ServerHttp2Session): void {
@@ -65,16 +121,41 @@ function growSessionWindow(session: http2.ServerHttp2Session): void {
 }
 
 export async function listen(opts: ListenerOptions): Promise<Listener> {
-  const { handlers } = opts;
+  const { handlers, events } = opts;
+  const limits: Required<ListenerLimits> = { ...DEFAULT_LIMITS };
+  for (const [k, v] of Object.entries(opts.limits ?? {})) if (v !== undefined) (limits as Record<string, number>)[k] = v;
   const sockets = new Set<Duplex>();
   const track = (socket: Duplex): void => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   };
+  const sessions = new Set<http2.ServerHttp2Session>();
+  let draining = false;
+  const onSession = (session: http2.ServerHttp2Session): void => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    // A session that opens while draining is told at once to go elsewhere.
+    if (draining) session.close();
+  };
+  const onStream = rapidResetGuard(limits.maxStreamResetsPerSecond, events);
+  // HTTP/1.1: while draining, and on a connection's last allowed request, the answer closes the
+  // connection (registered first, so it runs before the handler). Node's own maxRequestsPerSocket
+  // only says `Connection: close` and answers 503 to a client that ignores it.
+  const served = new WeakMap<Duplex, number>();
+  const perConnection = limits.maxRequestsPerConnection;
+  const closeWhenDue = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
+    if (req.httpVersionMajor !== 1) return;
+    const h1res = res as http.ServerResponse;
+    if (draining) h1res.shouldKeepAlive = false;
+    if (perConnection > 0) {
+      const n = (served.get(req.socket) ?? 0) + 1;
+      served.set(req.socket, n);
+      if (n >= perConnection) h1res.shouldKeepAlive = false;
+    }
+  };
 
   let outer: net.Server;
   let h1: http.Server | undefined;
-  let h2: http2.Http2Server | http2.Http2SecureServer;
   if (opts.tls) {
     const secure = http2.createSecureServer({
       cert: opts.tls.cert,
@@ -82,20 +163,32 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
       allowHTTP1: true,
       ALPNProtocols: ['h2', 'http/1.1'],
-      settings: HTTP2_SETTINGS,
+      settings: http2Settings(limits),
       maxSessionMemory: 64,
     });
+    secure.prependListener('request', closeWhenDue);
     secure.on('request', handlers.request);
+    secure.on('session', onSession);
+    secure.on('stream', onStream);
     if (handlers.upgrade) secure.on('upgrade', handlers.upgrade);
     if (handlers.connect) secure.on('connect' as 'request', handlers.connect as never);
     secure.on('secureConnection', track);
     secure.on('sessionError', () => undefined);
     secure.on('session', growSessionWindow);
-    h2 = secure;
+    // HTTP/1.1 over TLS is served by this server's own HTTP/1.1 code path, which reads the same
+    // settings as an http.Server (it starts its connection tracking itself: it does listen).
+    const h1OverTls = secure as unknown as http.Server & { connectionsCheckingInterval: number };
+    h1OverTls.headersTimeout = limits.headersTimeoutMs;
+    h1OverTls.requestTimeout = 0;
+    h1OverTls.connectionsCheckingInterval = checkingInterval(limits.headersTimeoutMs);
     outer = secure;
   } else {
-    h1 = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, requireHostHeader: false }, handlers.request);
-    configureHttp1(h1);
+    h1 = http.createServer(
+      { maxHeaderSize: MAX_HEADER_SIZE, requireHostHeader: false, connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs) },
+      handlers.request,
+    );
+    h1.prependListener('request', closeWhenDue);
+    configureHttp1(h1, limits);
     const upgrade = handlers.upgrade;
     if (upgrade) {
       const server = h1;
@@ -106,17 +199,20 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     }
     if (handlers.connect) h1.on('connect', handlers.connect);
     h1.on('clientError', onClientError);
-    const plain = http2.createServer({ settings: HTTP2_SETTINGS, maxSessionMemory: 64 });
+    const plain = http2.createServer({ settings: http2Settings(limits), maxSessionMemory: 64 });
     plain.on('request', handlers.request);
     plain.on('sessionError', () => undefined);
     plain.on('session', growSessionWindow);
-    h2 = plain;
+    plain.on('session', onSession);
+    plain.on('stream', onStream);
     const httpServer = h1;
     outer = net.createServer({ noDelay: true }, (socket) => {
       track(socket);
-      sniff(socket, httpServer, plain);
+      sniff(socket, httpServer, plain, limits.headersTimeoutMs);
     });
   }
+  if (limits.maxConnections > 0) outer.maxConnections = limits.maxConnections;
+  outer.on('drop', () => events?.connectionRejected?.());
 
   await new Promise<void>((resolve, reject) => {
     outer.once('error', reject);
@@ -127,29 +223,80 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   });
   const addr = outer.address() as net.AddressInfo;
 
+  let idleSweep: NodeJS.Timeout | undefined;
   return {
     address: { host: addr.address, port: addr.port },
     tls: Boolean(opts.tls),
     openConnections: () => sockets.size,
-    stopAccepting: () =>
-      new Promise<void>((resolve) => {
-        outer.close(() => resolve());
-        h1?.closeIdleConnections();
-        // HTTP/2 sessions get GOAWAY through close(); streams in flight finish.
-        h2.close();
-        // Cleartext h1 connections that go idle later are closed by keepAliveTimeout; nudge them now.
-        for (const socket of sockets) if ((socket as net.Socket & { _httpMessage?: unknown })._httpMessage === null) socket.end();
-      }),
+    // Resolves once the port no longer accepts; connections in flight are the caller's to wait for
+    // (with its grace period) and then destroy(). Waiting here for them to close would let one
+    // keep-alive client hold a drain past any grace period.
+    stopAccepting: async () => {
+      if (draining) return;
+      draining = true;
+      outer.close();
+      // Every HTTP/2 session gets GOAWAY: its streams in flight finish, new ones go elsewhere.
+      for (const session of sessions) session.close();
+      // HTTP/1.1: answers still to be written say `Connection: close`; idle connections are closed
+      // now, and each busy one as soon as its answer is done.
+      for (const socket of sockets) {
+        const res = inFlightResponse(socket);
+        if (res && !res.headersSent) res.shouldKeepAlive = false;
+      }
+      const sweep = (): void => {
+        // `null`: an HTTP/1.1 connection between requests (HTTP/2 sockets have no such member).
+        for (const socket of sockets) if (inFlightResponse(socket) === null) socket.destroy();
+      };
+      sweep();
+      idleSweep = setInterval(sweep, 100);
+      idleSweep.unref();
+    },
     destroy: () => {
+      draining = true;
+      clearInterval(idleSweep);
+      for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       sockets.clear();
       outer.close();
+      // Stops Node's connection-checking timer of the HTTP/1.1 server.
+      h1?.close(() => undefined);
     },
   };
 }
 
+/**
+ * HTTP/2 rapid reset (CVE-2023-44487): a client that opens streams and resets them at once makes
+ * the proxy start (and cancel) upstream work for free. Streams aborted before their answer ended
+ * are counted per session in one-second windows; past `perSecond` in a window the session gets
+ * GOAWAY ENHANCE_YOUR_CALM and is closed. Other sessions are not affected.
+ */
+function rapidResetGuard(perSecond: number, events: ListenerEvents | undefined): (stream: http2.ServerHttp2Stream) => void {
+  const state = new WeakMap<http2.Http2Session, { windowStart: number; resets: number }>();
+  return (stream) => {
+    if (perSecond <= 0) return;
+    stream.once('aborted', () => {
+      const session = stream.session;
+      if (!session || session.destroyed) return;
+      const now = performance.now();
+      let s = state.get(session);
+      if (!s || now - s.windowStart >= 1000) state.set(session, (s = { windowStart: now, resets: 0 }));
+      if (++s.resets <= perSecond) return;
+      state.delete(session);
+      events?.sessionCalmed?.();
+      // GOAWAY first (destroy() alone would send NO_ERROR), then drop the connection once it is out.
+      session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      setImmediate(() => session.destroy());
+    });
+  };
+}
+
+/** The HTTP/1.1 answer a connection is writing: `null` between requests, `undefined` if not HTTP/1.1. */
+function inFlightResponse(socket: Duplex): http.ServerResponse | null | undefined {
+  return (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+}
+
 /** Peek at the first bytes and hand the socket to the server that speaks its protocol. */
-function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void {
+function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number): void {
   let seen: Buffer | undefined;
   const onData = (chunk: Buffer): void => {
     const data = seen ? Buffer.concat([seen, chunk]) : chunk;
@@ -162,7 +309,7 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void
     socket.off('data', onData);
     socket.off('error', onError);
     // From here on the chosen server's own timeouts apply. Left armed, this timer would destroy
-    // any connection quiet for 66 s: an HTTP/1.1 request waiting on a slow upstream (timeouts go
+    // any connection quiet for the headers timeout: an HTTP/1.1 request waiting on a slow upstream (timeouts go
     // up to 3600 s), an idle CONNECT tunnel.
     socket.setTimeout(0);
     socket.off('timeout', onIdle);
@@ -188,7 +335,7 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void
   socket.on('data', onData);
   socket.on('error', onError);
   socket.on('timeout', onIdle);
-  socket.setTimeout(66_000);
+  socket.setTimeout(timeoutMs);
 }
 
 /** WebSocket is the one upgrade the proxy forwards (http-proxy-3 destroys the socket of any other). */
@@ -221,9 +368,17 @@ function replayWithoutUpgrade(server: http.Server, req: http.IncomingMessage, so
   server.emit('connection', socket);
 }
 
-/** Malformed requests get the status Node's parser chose, with a JSON body where we can write one. */
+/** How long a connection that got a 400/408/431 may stay open for the client to read it. */
+const ERROR_LINGER_MS = 1000;
+
+/**
+ * Malformed requests get the status Node's parser chose, with a JSON body where we can write one,
+ * and the connection is closed. When the error comes mid-request (a bad chunk size in a body being
+ * streamed) and the answer to that request has already started, nothing is written: an error
+ * answer there would be spliced into the middle of the other answer's body.
+ */
 function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  if (!socket.writable) {
+  if (!socket.writable || inFlightResponse(socket)?.headersSent) {
     socket.destroy();
     return;
   }
@@ -245,4 +400,6 @@ function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, sock
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  // end() only half-closes: a client that never closes its side would hold the connection forever.
+  setTimeout(() => socket.destroy(), ERROR_LINGER_MS).unref();
 }

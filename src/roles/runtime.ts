@@ -14,7 +14,8 @@ import { Metrics } from '../admin/metrics.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
 import { ReplicaRegistry, type Replica } from '../routing/replicas.js';
 import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
-import { listen, type Listener, type ListenerHandlers } from '../proxy/listener.js';
+import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../proxy/listener.js';
+import { OverloadGuard } from '../proxy/overload.js';
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
 import type { RequestTelemetry } from '../proxy/telemetry.js';
@@ -53,6 +54,11 @@ export interface RuntimeOptions {
   readonly telemetry?: RequestTelemetry;
   /** `--tracing-collector`: where `spec.tracing.provider.controlplane` sends spans. */
   readonly tracingCollector?: string;
+  /**
+   * Every listener's limits (`--headers-timeout`, `--max-connections`, ...), and the event-loop delay
+   * past which new requests are shed (`--max-event-loop-delay`; 0: never). Absent: the defaults.
+   */
+  readonly limits?: ListenerLimits & { readonly maxEventLoopDelayMs?: number };
 }
 
 /**
@@ -74,6 +80,8 @@ export class Runtime {
   readonly meshListeners: Listener[] = [];
   admin: AdminServer | undefined;
   prober: LatencyProber | undefined;
+  /** Load shedding and the overload counters (src/proxy/overload.ts). */
+  overload: OverloadGuard | undefined;
   /** Deployment replicas by identity, with their probe loops. */
   private deployed = new Map<string, DeployedReplica>();
   private listening = false;
@@ -109,10 +117,13 @@ export class Runtime {
     const own = opts.location;
     const replicas = new ReplicaRegistry();
     const prober = new LatencyProber(replicas, deps.clock);
+    const maxDelay = opts.limits?.maxEventLoopDelayMs;
+    const overload = new OverloadGuard({ registry: metrics.registry, ...(maxDelay !== undefined ? { maxEventLoopDelayMs: maxDelay } : {}) });
     const dataplane = new DataPlane(store.current, {
       replicas,
       deps,
       metrics,
+      overload,
       accessLog: opts.logger.child({ component: 'access' }),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
@@ -125,6 +136,8 @@ export class Runtime {
     });
     runtime = new Runtime(opts, store, deps, metrics, replicas, dataplane);
     runtime.prober = prober;
+    runtime.overload = overload;
+    overload.start();
     prober.start();
     runtime.applyDeployments(store.current);
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
@@ -209,7 +222,11 @@ export class Runtime {
         connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
       };
       if (spec.tls && !tls) throw new Error(`--listen-tls ${spec.address} needs --tls-cert and --tls-key`);
-      const listener = await listen({ host, port, handlers: lazy, ...(spec.tls && tls ? { tls } : {}) });
+      const listener = await listen({
+        host, port, handlers: lazy, ...(spec.tls && tls ? { tls } : {}),
+        ...(opts.limits ? { limits: opts.limits } : {}),
+        events: { connectionRejected: () => this.overload?.connectionRejected(), sessionCalmed: () => this.overload?.sessionClosed() },
+      });
       handlers = this.handlersFor(spec.mesh, listener);
       (spec.mesh ? this.meshListeners : this.listeners).push(listener);
     }
@@ -286,6 +303,7 @@ export class Runtime {
     for (const d of this.deployed.values()) d.stop();
     this.deployed.clear();
     this.prober?.stop();
+    this.overload?.stop();
     this.store.close();
     await this.dataplane.close();
     await this.admin?.close();

@@ -12,7 +12,7 @@ import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from './address.js';
 import type { Flags } from '../cli.js';
-import { graceMs } from '../cli.js';
+import { graceMs, limitsFrom } from '../cli.js';
 import { waitForSignals } from './signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 
@@ -96,6 +96,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     logger,
     logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
+    ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
   };
   const up = await startUp(options);
   const { runtime } = up;

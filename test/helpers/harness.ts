@@ -111,6 +111,9 @@ export async function startPlane(
     logger: silentLogger(),
     watch: false,
     ...opts,
+    // Load shedding off unless a test asks for it: a busy CI machine can stall a test process past
+    // the production threshold, and a shed 503 would fail tests that are about something else.
+    limits: { maxEventLoopDelayMs: 0, ...opts.limits },
   } as RuntimeOptions);
   t.teardown(() => runtime.stop(0));
   const port = runtime.listeners[0]!.address.port;

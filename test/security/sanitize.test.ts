@@ -1,0 +1,45 @@
+/**
+ * `requestProblem`, the head checks Node's parsers leave to the proxy, as a table: duplicate Host
+ * lines, userinfo in Host, Host against :authority on HTTP/2, transfer codings other than chunked.
+ */
+import t from 'tap';
+import type { DownstreamRequest } from '../../src/proxy/errors.js';
+import { requestProblem } from '../../src/proxy/sanitize.js';
+
+function h1(raw: string[]): DownstreamRequest {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    // As Node: the first Host wins, other repeated headers are joined.
+    if (name === 'host' && headers.host !== undefined) continue;
+    headers[name] = headers[name] === undefined ? raw[i + 1]! : `${headers[name]}, ${raw[i + 1]!}`;
+  }
+  return { httpVersionMajor: 1, headers, rawHeaders: raw } as unknown as DownstreamRequest;
+}
+
+function h2(headers: Record<string, string>): DownstreamRequest {
+  return { httpVersionMajor: 2, headers, rawHeaders: Object.entries(headers).flat() } as unknown as DownstreamRequest;
+}
+
+const cases: [name: string, req: DownstreamRequest, problem: string | undefined, status?: number][] = [
+  ['one Host', h1(['Host', 'a.example']), undefined],
+  ['no Host', h1([]), undefined],
+  ['two Host lines', h1(['Host', 'a.example', 'Host', 'b.example']), 'more than one Host header', 400],
+  ['two Host lines, same value', h1(['Host', 'a.example', 'host', 'a.example']), 'more than one Host header', 400],
+  ['Host among many headers', h1(['Accept', '*/*', 'Host', 'a.example', 'X-Host', 'b', 'Hostx', 'c']), undefined],
+  ['userinfo in Host', h1(['Host', 'u@a.example']), 'userinfo in Host', 400],
+  ['Transfer-Encoding: chunked', h1(['Host', 'a', 'Transfer-Encoding', 'chunked']), undefined],
+  ['Transfer-Encoding: Chunked (case)', h1(['Host', 'a', 'Transfer-Encoding', ' Chunked ']), undefined],
+  ['Transfer-Encoding: gzip, chunked', h1(['Host', 'a', 'Transfer-Encoding', 'gzip, chunked']), 'unsupported transfer coding "gzip, chunked"', 501],
+  ['two Transfer-Encoding lines', h1(['Host', 'a', 'Transfer-Encoding', 'gzip', 'Transfer-Encoding', 'chunked']), 'unsupported transfer coding "gzip, chunked"', 501],
+  ['HTTP/2, :authority only', h2({ ':authority': 'a.example' }), undefined],
+  ['HTTP/2, host only', h2({ host: 'a.example' }), undefined],
+  ['HTTP/2, the same in both', h2({ ':authority': 'a.example', host: 'A.EXAMPLE' }), undefined],
+  ['HTTP/2, different', h2({ ':authority': 'a.example', host: 'b.example' }), 'Host and :authority differ', 400],
+  ['HTTP/2, userinfo in host', h2({ ':authority': 'a.example', host: 'u@a.example' }), 'userinfo in Host', 400],
+];
+
+for (const [name, req, reason, status] of cases) {
+  const got = requestProblem(req);
+  t.same(got, reason === undefined ? undefined : { status, reason }, name);
+}
