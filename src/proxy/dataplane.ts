@@ -657,7 +657,6 @@ export class DataPlane implements ExchangeObserver {
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
-    if (ex.upstreamStartedAt > 0 && ex.abortUpstream === undefined) abortWhenStarted(ex);
     this.opts.telemetry?.requestEnd(ex);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
     if (state && 'budget' in state) state.budget.active--;
@@ -692,27 +691,6 @@ export class DataPlane implements ExchangeObserver {
       });
     }
   }
-}
-
-/**
- * An exchange that ended (client reset, timeout) while its HTTP/1.1 attempt still waited in the
- * upstream pool's queue had nothing to abort: the forwarder learns how to abort an attempt only
- * when undici starts it. Left alone, the attempt would start later for nobody, and its answer,
- * written to a closed response, would pause that pooled connection forever: enough of them (an
- * HTTP/2 rapid reset, a black-holed upstream) and the pool is wedged for every later request. So
- * whoever later installs the abort function aborts the attempt at once.
- */
-function abortWhenStarted(ex: Exchange): void {
-  let abort: ((reason: Error) => void) | undefined;
-  Object.defineProperty(ex, 'abortUpstream', {
-    configurable: true,
-    enumerable: true,
-    get: () => abort,
-    set: (fn: ((reason: Error) => void) | undefined) => {
-      abort = fn;
-      fn?.(new Error('the request ended before its upstream attempt started'));
-    },
-  });
 }
 
 function isInternal(target: HostTarget | undefined): boolean {

@@ -89,11 +89,24 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    // A request that waited in the pool's queue may be over already (client gone, timed out):
+    // starting it now would answer nobody and pause this pooled connection forever.
+    if (this.exchange.isFinished) {
+      this.dropped = true;
+      controller.abort(new Error('the request ended before its upstream attempt started'));
+      return;
+    }
     this.exchange.abortUpstream = (reason) => controller.abort(reason);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
-    if (this.exchange.isFinished) return;
+    if (this.dropped) return;
+    if (this.exchange.isFinished) {
+      // Nobody to answer: release the connection instead of leaving its body unread.
+      this.dropped = true;
+      controller.abort(new Error('the request ended before its answer arrived'));
+      return;
+    }
     if (!this.hooks.onResponse(this.exchange, statusCode, headers)) {
       this.dropped = true;
       controller.abort(new RetryScheduled());
