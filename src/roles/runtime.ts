@@ -62,12 +62,13 @@ export interface RuntimeOptions {
 }
 
 /**
- * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s, the first one
- * within a second (spread at random, so thousands of replicas are not all dialled in the same tick).
- * Failures in between are caught sooner by outlier ejection, which needs no probe.
+ * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s. The first
+ * probes are spread at random over up to a second, in proportion to how many replicas there are
+ * (0.1 ms each), so a small fleet is ready at once and ten thousand replicas are not all dialled in
+ * the same tick. Failures in between are caught sooner by outlier ejection, which needs no probe.
  */
-function deploymentProbe(random: () => number): ProbeModel {
-  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() };
+function deploymentProbe(random: () => number, replicas: number): ProbeModel {
+  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() * Math.min(1, replicas / 10_000) };
 }
 
 interface DeployedReplica {
@@ -162,6 +163,8 @@ export class Runtime {
     if (this.opts.role === 'sidecar') return;
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
+    let total = 0;
+    for (const list of snapshot.deployments.values()) total += list.length;
     const replicas: Replica[] = [];
     for (const [key, list] of snapshot.deployments) {
       const workload = snapshot.workloads.get(key);
@@ -188,7 +191,7 @@ export class Runtime {
           };
           const stop = d.forcedNotReady
             ? () => undefined
-            : startProbing(replica, probe ?? deploymentProbe(this.deps.random), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
+            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
           deployed = { replica, stop };
         }
         next.set(identity, deployed);
