@@ -15,7 +15,7 @@ import { BACKENDS, Fleet, scaleTarget, script, stats } from './lib/fleet.js';
 import { h2load, nodeClient, postScript, wrk, type Load } from './lib/load.js';
 import { ensureTools, toolVersions } from './lib/peers.js';
 import {
-  CLK_TCK, cpuTicks, ForeignCpu, h2Get, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
+  CLK_TCK, cpuTicks, ForeignCpu, h2Get, threadTicks, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
 } from './lib/proc.js';
 import { summarize, summaryMarkdown, type ProfileSummary } from './lib/profile.js';
 import {
@@ -704,8 +704,9 @@ interface ProfileResult {
   load?: Load;
   file?: string;
   error?: string;
-  /** CPU seconds of the profiled process during the measured run. */
+  /** CPU seconds of the profiled process (all threads) and of its main thread during the measured run. */
   cpuSeconds?: number;
+  mainSeconds?: number;
   foreign?: number;
 }
 
@@ -736,10 +737,12 @@ async function runProfiles(fleet: Fleet, keepDir: string): Promise<ProfileResult
       await wrk({ ...w, seconds: opts.warmup });
       const fromUs = Number(process.hrtime.bigint() / 1000n);
       const cpu0 = cpuTicks([svc.proc.pid]);
+      const main0 = threadTicks(svc.proc.pid);
       const foreign = new ForeignCpu();
       res.load = await wrk({ ...w, seconds: opts.duration });
       res.foreign = foreign.read();
       res.cpuSeconds = (cpuTicks([svc.proc.pid]) - cpu0) / CLK_TCK;
+      res.mainSeconds = (threadTicks(svc.proc.pid) - main0) / CLK_TCK;
       const toUs = Number(process.hrtime.bigint() / 1000n);
       await svc.proc.stop(30_000);
       const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
@@ -919,7 +922,9 @@ async function main(): Promise<number> {
       if (p.summary) {
         md.push(summaryMarkdown(p.summary, `${p.name} (${fmtInt(p.load?.rps)} req/s while profiled)`));
         if (p.cpuSeconds !== undefined) {
-          md.push(`Meanwhile the process used ${p.cpuSeconds.toFixed(2)} s of CPU (utime + stime of all its threads, V8's sampler and GC helper threads included) and its main thread was busy in ${(p.summary.busyMs / 1000).toFixed(2)} s of the ${(p.summary.wallMs / 1000).toFixed(1)} s; other processes used ${p.foreign?.toFixed(2) ?? '?'} cores.`, '');
+          const wall = p.summary.wallMs / 1000;
+          const main = p.mainSeconds ?? 0;
+          md.push(`Meanwhile (/proc) the main thread used ${main.toFixed(2)} s of CPU in the ${wall.toFixed(1)} s (${((main / Math.max(0.001, wall)) * 100).toFixed(0)}% of one core) and the whole process ${p.cpuSeconds.toFixed(2)} s (the rest: V8's GC helper threads and the sampler); other processes used ${p.foreign?.toFixed(2) ?? '?'} cores. The profile has ${(p.summary.busyMs / 1000).toFixed(2)} s of the main thread in JS or native frames; ${main > p.summary.busyMs / 1000 ? `the remaining ${(main - p.summary.busyMs / 1000).toFixed(2)} s of its CPU falls in what V8 files under (idle): libuv's poll phase, i.e. epoll_wait and the socket read system calls, which run outside any JS frame` : `that is more than the thread's CPU time: it was also waiting for a core (runnable, not running) while in those frames, so shares of wall time overstate CPU there`}.`, '');
         }
       } else md.push(`#### ${p.name}`, '', `n/a (${p.error ?? 'not run'})`, '');
     }

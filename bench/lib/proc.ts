@@ -404,3 +404,14 @@ export async function h2Get(port: number, authority?: string): Promise<number> {
     req.end();
   });
 }
+
+/** utime + stime, in clock ticks, of one thread (the main thread of a process has tid = pid). */
+export function threadTicks(pid: number, tid = pid): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return 0;
+  }
+}
