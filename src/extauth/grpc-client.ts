@@ -7,6 +7,7 @@
  * Every failure — connect, timeout, non-OK RPC status, undecodable answer — resolves as an error
  * result for the failure mode; nothing throws.
  */
+import { filterServiceChannelOptions } from '../proxy/grpc-options.js';
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../deps.js';
 import { authWire, type CheckResponseObject } from './proto.js';
@@ -34,14 +35,8 @@ export class GrpcAuthClient {
     const credentials = opts.tls
       ? grpc.credentials.createSsl(opts.ca === undefined ? null : Buffer.from(opts.ca))
       : grpc.credentials.createInsecure();
-    this.client = new grpc.Client(opts.target, credentials, {
-      'grpc.max_receive_message_length': MAX_RESPONSE_BYTES,
-      // One check, one round trip: no transparent or configured retries.
-      'grpc.enable_retries': 0,
-      // Recover quickly when the service comes back (grpc-js backs off up to 120 s by default).
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 2000,
-    });
+    // One check, one round trip: no transparent or configured retries.
+    this.client = new grpc.Client(opts.target, credentials, filterServiceChannelOptions(MAX_RESPONSE_BYTES));
   }
 
   check(request: object, timeoutMs: number, clock: Clock): Promise<GrpcCallResult> {

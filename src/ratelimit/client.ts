@@ -6,6 +6,7 @@
  * `grpc-timeout`). A call fails with a `RateLimitCallError`: unreachable service, deadline, a non-OK
  * gRPC status, or a malformed answer; the filter decides between fail-open and fail-closed.
  */
+import { filterServiceChannelOptions } from '../proxy/grpc-options.js';
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../deps.js';
 import { SERVICE_NAME, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
@@ -41,16 +42,7 @@ type UnaryMethod = (
 
 let ClientCtor: grpc.ServiceClientConstructor | undefined;
 
-/**
- * Reconnect quickly after the service comes back: grpc-js's default backoff grows to two minutes,
- * during which every request would be failed (or let through) without trying.
- */
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 2000,
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.max_receive_message_length': 1024 * 1024,
-};
+const CHANNEL_OPTIONS = filterServiceChannelOptions(1024 * 1024);
 
 export function grpcRateLimitClient(target: RateLimitTarget, clock: Clock): RateLimitClient {
   ClientCtor ??= grpc.makeClientConstructor(serviceDefinition(), SERVICE_NAME);
