@@ -8,14 +8,18 @@
  * with the auth server's own status, headers and body. Pure functions, no I/O.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { HeaderAction, HeaderOp } from '../proxy/headers.js';
 import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 export interface OkMutations {
   /** Final values to set on the upstream request (lower-case names, wire bytes as latin1). */
   readonly upstreamSet: readonly [string, string][];
   readonly upstreamRemove: readonly string[];
-  /** Headers set on the response to the client (`response_headers_to_add`). */
-  readonly responseHeaders: OutgoingHttpHeaders | undefined;
+  /**
+   * `response_headers_to_add`, in order, applied to the response the client gets (the app's, or a
+   * local reply) with their actions: `append` adds a value next to the app's, `set` replaces it.
+   */
+  readonly responseHeaders: readonly HeaderOp[] | undefined;
   readonly querySet: readonly [string, string][];
   readonly queryRemove: readonly string[];
 }
@@ -38,7 +42,7 @@ function wireValue(h: { value: string; raw_value?: Buffer }): string {
   return Buffer.from(h.value, 'utf8').toString('latin1');
 }
 
-type Action = 'set' | 'append' | 'add-if-absent' | 'overwrite-if-exists';
+type Action = HeaderAction;
 
 /**
  * `append` (the BoolValue) wins when present; otherwise `append_action`. The enum's default
@@ -113,17 +117,11 @@ export function okMutations(ok: NonNullable<CheckResponseObject['ok_response']>,
     changed.delete(name);
     upstreamRemove.push(name);
   }
-  let responseHeaders: OutgoingHttpHeaders | undefined;
+  let responseHeaders: HeaderOp[] | undefined;
   for (const option of ok.response_headers_to_add ?? []) {
     const m = readOption(option, true);
     if (!m || PROTECTED.has(m.name)) continue;
-    responseHeaders ??= {};
-    const prior = responseHeaders[m.name];
-    if (m.action === 'append' && prior !== undefined) {
-      responseHeaders[m.name] = Array.isArray(prior) ? [...prior, m.value] : [String(prior), m.value];
-    } else if (m.action !== 'add-if-absent' || prior === undefined) {
-      responseHeaders[m.name] = m.value;
-    }
+    (responseHeaders ??= []).push([m.name, m.value, m.action]);
   }
   const queryRemove = (ok.query_parameters_to_remove ?? []).filter((k) => k !== '');
   const removed = new Set(queryRemove);

@@ -63,7 +63,7 @@ export function extAuthFactory(options: ExtAuthOptions = {}): FilterFactory {
     const key = `extauth:${config.protocol}:${config.scheme}://${target}${caKey}`;
     const transport: Transport =
       config.protocol === 'grpc'
-        ? { kind: 'grpc', client: ctx.shared.get(key, () => new GrpcAuthClient({ target, tls: config.scheme === 'https', ...(ca !== undefined ? { ca } : {}) })) }
+        ? { kind: 'grpc', client: ctx.shared.get(key, () => new GrpcAuthClient({ host: config.address, port: config.port, tls: config.scheme === 'https', clock: ctx.deps.clock, ...(ca !== undefined ? { ca } : {}) })) }
         : { kind: 'http', client: ctx.shared.get(key, () => new HttpAuthClient({ origin: `${config.scheme}://${target}`, ...(ca !== undefined ? { ca } : {}) })) };
     return new ExtAuthFilter(config, excluded, transport, {
       clock: ctx.deps.clock,
@@ -125,7 +125,7 @@ export class ExtAuthFilter implements Filter {
         stripPrefixes: env.stripPrefixes,
         now: env.clock.wallNow(),
       }, body);
-      const result = await this.transport.client.check(request, config.timeoutMs, env.clock);
+      const result = await this.transport.client.check(request, config.timeoutMs);
       decision = result.ok ? fromCheckResponse(result.response, view.headers, authWire().statusCodes) : { kind: 'error', reason: result.reason };
     } else {
       const headers: Record<string, string> = { host: ex.host, 'content-length': String(body?.bytes.length ?? 0) };
@@ -191,5 +191,5 @@ export function applyOk(ex: Exchange, m: OkMutations): void {
   if (m.upstreamRemove.length > 0) (ex.upstreamRemove ??= []).push(...m.upstreamRemove);
   if (m.querySet.length > 0) (ex.upstreamQuerySet ??= []).push(...m.querySet);
   if (m.queryRemove.length > 0) (ex.upstreamQueryRemove ??= []).push(...m.queryRemove);
-  if (m.responseHeaders) ex.responseHeaders = { ...ex.responseHeaders, ...m.responseHeaders };
+  if (m.responseHeaders) (ex.responseHeaderOps ??= []).push(...m.responseHeaders);
 }

@@ -10,6 +10,7 @@ import type { WorkloadModel } from '../config/model.js';
 import type { Replica } from '../routing/replicas.js';
 import type { Clock, Timer } from '../deps.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendLocalReply, destroyResponse } from './errors.js';
+import { applyHeaderOps, type HeaderOp } from './headers.js';
 
 export interface ExchangeObserver {
   /** Called once per request when it is over. */
@@ -28,8 +29,13 @@ export class Exchange {
   upstreamHeadersAt = 0;
   /** Set when the local reply or upstream answer carried a proxy error code. */
   errorCode: string | undefined = undefined;
-  /** Headers the filters add to the response (ext_authz, rate limit). */
+  /** Headers the filters add to the response (rate limit). */
   responseHeaders: OutgoingHttpHeaders | undefined = undefined;
+  /**
+   * Header mutations for the response, applied last, over the app's headers or a local reply's
+   * (ext_authz `response_headers_to_add`: `append` keeps the app's value and adds one).
+   */
+  responseHeaderOps: HeaderOp[] | undefined = undefined;
   /** Headers the filters set on the upstream request (applied last). */
   upstreamSet: [string, string][] | undefined = undefined;
   /** Headers the filters remove from the upstream request. */
@@ -90,7 +96,8 @@ export class Exchange {
   /** Answer the request from the proxy itself and end it. */
   reply(reply: LocalReply): void {
     this.errorCode = reply.code;
-    if (this.responseHeaders && !reply.headers) reply = { ...reply, headers: this.responseHeaders };
+    if (this.responseHeaderOps) reply = { ...reply, headers: applyHeaderOps({ ...(reply.headers ?? this.responseHeaders) }, this.responseHeaderOps) };
+    else if (this.responseHeaders && !reply.headers) reply = { ...reply, headers: this.responseHeaders };
     this.status = sendLocalReply(this.req, this.res, reply, this.requestId);
     this.finish();
   }

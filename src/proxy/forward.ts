@@ -11,7 +11,7 @@ import type { Http2ServerResponse } from 'node:http2';
 import type { Dispatcher, Pool } from 'undici';
 import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
-import { downstreamResponseHeaders } from './headers.js';
+import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
 import type { FailureKind } from '../retry/policy.js';
 
 const { HTTP2_HEADER_STATUS } = http2.constants;
@@ -65,6 +65,7 @@ function writeHead(exchange: Exchange, status: number, headers: OutgoingHttpHead
   exchange.status = status;
   exchange.upstreamHeadersAt = performance.now();
   mergeHeaders(headers, exchange.responseHeaders, hooks.responseHeaders(exchange));
+  if (exchange.responseHeaderOps) applyHeaderOps(headers, exchange.responseHeaderOps);
   exchange.res.writeHead(status, headers as Record<string, string>);
 }
 
@@ -210,6 +211,7 @@ export function forwardHttp2(
       exchange.status = status;
       exchange.upstreamHeadersAt = performance.now();
       mergeHeaders(out, exchange.responseHeaders, hooks.responseHeaders(exchange));
+      if (exchange.responseHeaderOps) applyHeaderOps(out, exchange.responseHeaderOps);
       if (!downstream.destroyed) downstream.respond({ ...out, ':status': status }, { endStream: true });
       exchange.finish();
       return;

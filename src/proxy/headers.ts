@@ -122,3 +122,35 @@ export function clientAddress(peer: string, xff: string | string[] | undefined, 
   const candidate = list[index]?.trim();
   return candidate || peer;
 }
+
+/**
+ * How a header mutation meets a header of the same name (Envoy's `HeaderValueOption`): `set`
+ * replaces it (or adds the header), `append` adds another value, `add-if-absent` only adds,
+ * `overwrite-if-exists` only replaces.
+ */
+export type HeaderAction = 'set' | 'append' | 'add-if-absent' | 'overwrite-if-exists';
+
+/** One header mutation: lower-case name, value, action. */
+export type HeaderOp = readonly [name: string, value: string, action: HeaderAction];
+
+/** Apply `ops` in order to `headers` (lower-case names), in place; returns `headers`. */
+export function applyHeaderOps(headers: OutgoingHttpHeaders, ops: readonly HeaderOp[]): OutgoingHttpHeaders {
+  for (const [name, value, action] of ops) {
+    const prior = headers[name];
+    switch (action) {
+      case 'set':
+        headers[name] = value;
+        break;
+      case 'append':
+        headers[name] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [String(prior), value];
+        break;
+      case 'add-if-absent':
+        if (prior === undefined) headers[name] = value;
+        break;
+      case 'overwrite-if-exists':
+        if (prior !== undefined) headers[name] = value;
+        break;
+    }
+  }
+  return headers;
+}

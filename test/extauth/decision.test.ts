@@ -59,7 +59,7 @@ t.test('okMutations over the current request headers', async (t) => {
     'x-utf8': Buffer.from('é', 'utf8').toString('latin1'),
   });
   t.same(m.upstreamRemove, ['authorization', 'x-new']);
-  t.same(m.responseHeaders, { 'x-r': ['1', '2'] });
+  t.same(m.responseHeaders, [['x-r', '1', 'set'], ['x-r', '2', 'append']]);
   t.same(m.querySet, [['a', '1']]);
   t.same(m.queryRemove, ['gone', 'b']);
   t.equal(okMutations(ok({}), existing), undefined, 'nothing to do');
