@@ -4,12 +4,17 @@
  * that do not exclude it, each resolved to gRPC targets through the named cluster of `clusters[]`
  * (`STATIC`, `STRICT_DNS` or `LOGICAL_DNS` with `load_assignment` socket addresses; a cluster that
  * excludes the workload does not count). `google_grpc.target_uri` is accepted in place of a cluster.
- * Entries that cannot be used (unknown cluster, no endpoint, `EDS`) are skipped with a note the caller
- * logs once. Pure: no sockets here.
+ * A cluster's `envoy.transport_sockets.tls` makes the stream TLS (its `sni` and `trusted_ca`, read
+ * here: a CA file is read on every load). Entries that cannot be used (unknown cluster, no endpoint,
+ * `EDS`, a transport socket or TLS option svcproxy cannot honour, an unreadable CA file) are skipped
+ * with a note the caller logs once, never sent in plaintext instead. No sockets here.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { SidecarEnvoyModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { workloadRef } from '../config/links.js';
 import { isObject } from '../config/schema.js';
+import { TLS_TRANSPORT_SOCKET } from '../config/validate-common.js';
 import { parseDuration } from '../config/values.js';
 
 export const HTTP_GRPC_LOGGER = 'envoy.access_loggers.http_grpc';
@@ -27,12 +32,21 @@ export interface AccessLogSpec {
   readonly logName: string;
   /** gRPC targets (`host:port`), tried in order. */
   readonly targets: readonly string[];
+  /** The cluster's `envoy.transport_sockets.tls`: connect with TLS; absent: plaintext. */
+  readonly tls?: AccessLogTls;
   readonly flushMs: number;
   readonly bufferBytes: number;
   /** Lower-case header names. */
   readonly requestHeaders: readonly string[];
   readonly responseHeaders: readonly string[];
   readonly responseTrailers: readonly string[];
+}
+
+export interface AccessLogTls {
+  /** PEM of `validation_context.trusted_ca`; absent: the system's public roots. */
+  readonly ca?: string;
+  /** `sni`: the server name sent and the name the certificate must carry (else the target's host). */
+  readonly sni?: string;
 }
 
 export interface AccessLogPlan {
@@ -105,7 +119,48 @@ function headerNames(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v !== '').map((v) => v.toLowerCase()) : [];
 }
 
-export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
+/** How a CA file is read (tests pass their own). */
+export type ReadFile = (path: string) => string;
+
+const readText: ReadFile = (path) => readFileSync(path, 'utf8');
+
+/**
+ * A cluster's `transport_socket` (shape already validated at load): `undefined` for plaintext (none,
+ * or `raw_buffer`), the TLS settings for `envoy.transport_sockets.tls`, or a reason it cannot be used
+ * (another socket, client certificates, a CA from SDS, an unreadable CA file).
+ */
+export function clusterTls(cluster: Record<string, unknown>, readFile: ReadFile = readText): AccessLogTls | undefined | { problem: string } {
+  const socket = cluster.transport_socket;
+  if (!isObject(socket)) return undefined;
+  if (socket.name === 'envoy.transport_sockets.raw_buffer') return undefined;
+  if (socket.name !== TLS_TRANSPORT_SOCKET) return { problem: `transport_socket ${JSON.stringify(socket.name)} is not supported (only ${TLS_TRANSPORT_SOCKET})` };
+  const context = isObject(socket.typed_config) ? socket.typed_config : {};
+  const common = isObject(context.common_tls_context) ? context.common_tls_context : {};
+  if (common.tls_certificates !== undefined || common.tls_certificate_sds_secret_configs !== undefined) {
+    return { problem: 'transport_socket: client certificates (tls_certificates) are not supported' };
+  }
+  if (common.validation_context_sds_secret_config !== undefined || common.combined_validation_context !== undefined) {
+    return { problem: 'transport_socket: only common_tls_context.validation_context.trusted_ca is supported for the CA' };
+  }
+  const out: { ca?: string; sni?: string } = {};
+  if (typeof context.sni === 'string' && context.sni !== '') out.sni = context.sni;
+  const validation = isObject(common.validation_context) ? common.validation_context : {};
+  const ca = isObject(validation.trusted_ca) ? validation.trusted_ca : undefined;
+  if (ca) {
+    if (typeof ca.inline_string === 'string') out.ca = ca.inline_string;
+    else if (typeof ca.inline_bytes === 'string') out.ca = Buffer.from(ca.inline_bytes, 'base64').toString('utf8');
+    else if (typeof ca.filename === 'string') {
+      try {
+        out.ca = readFile(ca.filename);
+      } catch (err) {
+        return { problem: `transport_socket: cannot read trusted_ca ${JSON.stringify(ca.filename)}: ${(err as Error).message}` };
+      }
+    }
+  }
+  return out;
+}
+
+export function compileAccessLogPlan(snapshot: Snapshot, readFile: ReadFile = readText): AccessLogPlan {
   const specs = new Map<string, AccessLogSpec>();
   const workloads = new Map<string, AccessLogSpec[]>();
   const notes = new Set<string>();
@@ -130,6 +185,7 @@ export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
       const logName = typeof common.log_name === 'string' ? common.log_name : '';
       const where = `accessLog ${JSON.stringify(logName)} of ${w.key}`;
       let targets: string[] = [];
+      let tls: AccessLogTls | undefined;
       if (isObject(service.envoy_grpc) && typeof service.envoy_grpc.cluster_name === 'string') {
         const name = service.envoy_grpc.cluster_name;
         const cluster = clusters.find((c) => c.value.name === name && !excludes(c.value.excludedWorkloads, w, c.gvc));
@@ -147,6 +203,12 @@ export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
           notes.add(`${where}: cluster ${JSON.stringify(name)} has no load_assignment socket address; not logging`);
           continue;
         }
+        const found = clusterTls(cluster.value, readFile);
+        if (found && 'problem' in found) {
+          notes.add(`${where}: cluster ${JSON.stringify(name)}: ${found.problem}; not logging`);
+          continue;
+        }
+        tls = found;
       } else if (isObject(service.google_grpc) && typeof service.google_grpc.target_uri === 'string') {
         targets = [service.google_grpc.target_uri];
       } else {
@@ -155,7 +217,8 @@ export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
       }
       const flushMs = durationMs(common.buffer_flush_interval) ?? DEFAULT_FLUSH_MS;
       const bufferBytes = typeof common.buffer_size_bytes === 'number' ? common.buffer_size_bytes : DEFAULT_BUFFER_BYTES;
-      const key = JSON.stringify([w.key, logName, targets, flushMs, bufferBytes]);
+      const tlsKey = tls && [tls.sni ?? '', tls.ca === undefined ? '' : createHash('sha256').update(tls.ca).digest('hex')];
+      const key = JSON.stringify([w.key, logName, targets, flushMs, bufferBytes, tlsKey ?? null]);
       const spec: AccessLogSpec = specs.get(key) ?? Object.freeze({
         key,
         workload: w.key,
@@ -163,6 +226,7 @@ export function compileAccessLogPlan(snapshot: Snapshot): AccessLogPlan {
         gvc: w.gvc,
         logName,
         targets: Object.freeze(targets),
+        ...(tls ? { tls: Object.freeze(tls) } : {}),
         flushMs: flushMs > 0 ? flushMs : DEFAULT_FLUSH_MS,
         bufferBytes: Math.max(0, bufferBytes),
         requestHeaders: Object.freeze(headerNames(typed.additional_request_headers_to_log)),

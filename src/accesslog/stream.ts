@@ -4,10 +4,11 @@
  * buffered; the first message of each stream carries the identifier (node and log name), later ones
  * only entries. The stream stays open; when it fails (server gone, restarted), the next batch waits
  * for the channel to be ready again, with jittered exponential backoff (the next target of the
- * cluster is tried each time). While no stream is open entries stay buffered up to a bound
- * (`maxBufferedBytes`, default 1 MiB); beyond it they are dropped and counted. Entries already
- * written to a stream that then fails are lost, as in Envoy (the protocol has no acknowledgements).
- * Nothing here throws or blocks the caller.
+ * cluster is tried each time). The channel is TLS when the cluster has a TLS transport socket (a
+ * certificate that does not verify is a failed connection like any other). While no stream is open
+ * entries stay buffered up to a bound (`maxBufferedBytes`, default 1 MiB); beyond it they are
+ * dropped and counted. Entries already written to a stream that then fails are lost, as in Envoy
+ * (the protocol has no acknowledgements). Nothing here throws or blocks the caller.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -115,7 +116,12 @@ export class AccessLogStream {
   private clientFor(target: string): grpc.Client {
     let client = this.clients.get(target);
     if (!client) {
-      client = new grpc.Client(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      const tls = this.spec.tls;
+      // TLS: the certificate must chain to trusted_ca (else the system roots) and name `sni` (else
+      // the target's host); `sni` is also the server name sent.
+      const credentials = tls ? grpc.credentials.createSsl(tls.ca === undefined ? null : Buffer.from(tls.ca)) : grpc.credentials.createInsecure();
+      const options = tls?.sni ? { ...CHANNEL_OPTIONS, 'grpc.ssl_target_name_override': tls.sni, 'grpc.default_authority': tls.sni } : CHANNEL_OPTIONS;
+      client = new grpc.Client(target, credentials, options);
       this.clients.set(target, client);
     }
     return client;

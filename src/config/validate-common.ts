@@ -7,7 +7,7 @@ import type { Catalog } from './catalog.js';
 import { GVC_LINK_FORMS, LOCATION_LINK_FORMS, WORKLOAD_LINK_FORMS, linkOfKind, locationName } from './links.js';
 import { workloadGvc, type RawRecord } from './records.js';
 import {
-  anyObject, arr, bool, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
+  anyObject, arr, bool, checkMember, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
 } from './schema.js';
 import { NAME_MAX, NAME_PATTERN, NAME_RULE, isAddressOrCidr, isScalar, parseDuration, parseHostPort, regexError } from './values.js';
 
@@ -139,11 +139,42 @@ const accessLog: Check = obj({
   }),
 });
 
+export const TLS_TRANSPORT_SOCKET = 'envoy.transport_sockets.tls';
+export const UPSTREAM_TLS_CONTEXT = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
+
+/** Envoy's `DataSource` as the TLS context reads a CA: one of a file, inline text or base64 bytes. */
+const dataSource: Check = obj(
+  { filename: str({ nonEmpty: true }), inline_string: str({ nonEmpty: true }), inline_bytes: str({ nonEmpty: true, test: [(s) => /^[A-Za-z0-9+/_-]+=*$/.test(s), 'must be base64'] }) },
+  { refine: (o, at, r) => exactlyOne(o, ['filename', 'inline_string', 'inline_bytes'], at, r) },
+);
+
+/**
+ * `UpstreamTlsContext`, the members svcproxy reads (`sni`, `common_tls_context.validation_context
+ * .trusted_ca`); Envoy's other members pass unchecked, and the access-log client says which it ignores.
+ */
+const upstreamTlsContext: Check = obj({
+  '@type': oneOf([UPSTREAM_TLS_CONTEXT]),
+  sni: str({ max: 255 }),
+  common_tls_context: obj({ validation_context: obj({ trusted_ca: dataSource }) }),
+});
+
+/** A cluster's `transport_socket`: any named socket; the TLS one's typed_config is checked. */
+const transportSocket: Check = obj(
+  { name: str({ nonEmpty: true }), typed_config: anyObject },
+  {
+    required: ['name'],
+    refine: (o, at, r) => {
+      if (o.name === TLS_TRANSPORT_SOCKET) checkMember(o, 'typed_config', at, r, upstreamTlsContext);
+    },
+  },
+);
+
 const cluster: Check = obj({
   name: str({ nonEmpty: true }),
   excludedWorkloads: strings,
   type: oneOf(['STATIC', 'STRICT_DNS', 'LOGICAL_DNS', 'EDS', 'ORIGINAL_DST']),
   load_assignment: obj({ cluster_name: str(), endpoints: arr(), policy: anyObject }),
+  transport_socket: transportSocket,
 });
 
 const named: Check = obj({ name: str({ nonEmpty: true }) }, { required: ['name'] });

@@ -2,11 +2,12 @@
  * Access-log settings compiled per workload, table-style: GVC and workload entries, cluster
  * resolution (STATIC/STRICT_DNS socket addresses, a workload's cluster overriding the GVC's,
  * `google_grpc.target_uri`), `excludedWorkloads` in its name and link forms on entries and clusters,
- * batching defaults and durations, and the notes for entries that cannot be used.
+ * batching defaults and durations, a cluster's TLS transport socket, and the notes for entries that
+ * cannot be used.
  */
 import t from 'tap';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
-import { clusterTargets, compileAccessLogPlan, durationMs } from '../../src/accesslog/config.js';
+import { clusterTargets, clusterTls, compileAccessLogPlan, durationMs } from '../../src/accesslog/config.js';
 import { responseFlags, duration } from '../../src/accesslog/entry.js';
 import type { Exchange } from '../../src/proxy/exchange.js';
 import { records } from '../helpers/harness.js';
@@ -75,6 +76,43 @@ t.test('entries that cannot be used are noted and skipped', async (t) => {
   t.equal(p.workloads.size, 0);
   t.equal(p.notes.length, 4);
   t.match(p.notes.join('\n'), /no cluster "missing"[\s\S]*EDS[\s\S]*no load_assignment[\s\S]*no envoy_grpc/);
+});
+
+t.test('a cluster\'s TLS transport socket: sni and trusted_ca (file, inline, base64), or a note', async (t) => {
+  const tls = (typed: Record<string, unknown>, name = 'envoy.transport_sockets.tls') => ({ transport_socket: { name, typed_config: typed } });
+  const files: Record<string, string> = { '/ca.pem': 'PEM FROM FILE' };
+  const read = (path: string): string => {
+    if (!(path in files)) throw new Error('ENOENT: no such file');
+    return files[path]!;
+  };
+  const cases: [string, Record<string, unknown>, unknown][] = [
+    ['no transport socket: plaintext', {}, undefined],
+    ['raw_buffer: plaintext', { transport_socket: { name: 'envoy.transport_sockets.raw_buffer' } }, undefined],
+    ['tls without a context: public roots', tls({}), {}],
+    ['sni and a CA file', tls({ sni: 'als.internal', common_tls_context: { validation_context: { trusted_ca: { filename: '/ca.pem' } } } }), { sni: 'als.internal', ca: 'PEM FROM FILE' }],
+    ['inline CA', tls({ common_tls_context: { validation_context: { trusted_ca: { inline_string: 'INLINE' } } } }), { ca: 'INLINE' }],
+    ['base64 CA', tls({ common_tls_context: { validation_context: { trusted_ca: { inline_bytes: Buffer.from('BYTES').toString('base64') } } } }), { ca: 'BYTES' }],
+    ['another socket', tls({}, 'envoy.transport_sockets.alts'), { problem: /not supported/ }],
+    ['client certificates', tls({ common_tls_context: { tls_certificates: [{}] } }), { problem: /client certificates/ }],
+    ['a CA from SDS', tls({ common_tls_context: { validation_context_sds_secret_config: { name: 'ca' } } }), { problem: /only common_tls_context.validation_context.trusted_ca/ }],
+    ['an unreadable CA file', tls({ common_tls_context: { validation_context: { trusted_ca: { filename: '/nope.pem' } } } }), { problem: /cannot read trusted_ca "\/nope.pem": ENOENT/ }],
+  ];
+  for (const [name, c, expected] of cases) {
+    if (expected && typeof expected === 'object' && 'problem' in expected) t.match(clusterTls(c, read), expected, name);
+    else t.same(clusterTls(c, read), expected, name);
+  }
+
+  const recs = (transport: Record<string, unknown>) => records({
+    replicas: { 'aws-us-east-2': ['127.0.0.1:1'] },
+    gvcSpec: { sidecar: { envoy: { accessLog: [accessLog('als')], clusters: [cluster('als', 9001, transport)] } } },
+  });
+  const secure = compileAccessLogPlan(buildSnapshot(recs(tls({ sni: 'als.internal', common_tls_context: { validation_context: { trusted_ca: { filename: '/ca.pem' } } } })), defaultSettings), read);
+  t.same(secure.workloads.get('shop/api')![0]!.tls, { sni: 'als.internal', ca: 'PEM FROM FILE' });
+  const plain = compileAccessLogPlan(buildSnapshot(recs({}), defaultSettings), read);
+  t.not(plain.workloads.get('shop/api')![0]!.key, secure.workloads.get('shop/api')![0]!.key, 'TLS settings are part of the stream\'s identity');
+  const broken = compileAccessLogPlan(buildSnapshot(recs(tls({ common_tls_context: { validation_context: { trusted_ca: { filename: '/nope.pem' } } } })), defaultSettings), read);
+  t.equal(broken.workloads.size, 0, 'never sent in plaintext instead');
+  t.match(broken.notes, [/accessLog "edge" of shop\/api: cluster "als": transport_socket: cannot read trusted_ca "\/nope.pem".*; not logging/]);
 });
 
 t.test('response flags and durations of an entry', async (t) => {

@@ -1,7 +1,8 @@
 /**
  * Access-log test fixtures: Envoy's own accesslog protos (als.proto and its imports, shipped in
  * @grpc/grpc-js-xds) for a real gRPC access-log server that records every stream and message it
- * receives, restartable on the same loopback port; and records with `sidecar.envoy` access logs.
+ * receives, restartable on the same loopback port, plaintext or TLS; and records with `sidecar.envoy`
+ * access logs.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -43,7 +44,8 @@ export interface AlsServer {
   restart(): Promise<void>;
 }
 
-export async function startAlsServer(t: TapLike, port = 0): Promise<AlsServer> {
+/** An access-log server on loopback; with `tls`, it serves TLS with that certificate. */
+export async function startAlsServer(t: TapLike, port = 0, opts: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<AlsServer> {
   let server: grpc.Server;
   const state: AlsServer = {
     port,
@@ -68,8 +70,11 @@ export async function startAlsServer(t: TapLike, port = 0): Promise<AlsServer> {
         call.on('error', () => undefined);
       },
     });
+    const credentials = opts.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }])
+      : grpc.ServerCredentials.createInsecure();
     state.port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`127.0.0.1:${state.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      server.bindAsync(`127.0.0.1:${state.port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
     );
   };
   await listen();

@@ -155,6 +155,38 @@ const CASES: Readonly<Record<string, Case>> = {
   'access log buffer size': { record: 'gvc/demo', set: { [`${ENVOY}.accessLog[0].typed_config.common_config.buffer_size_bytes`]: 1.5 }, errors: [`gvc/demo: ${ENVOY}.accessLog[0].typed_config.common_config.buffer_size_bytes: must be an integer of at least 0`] },
   'access log flush interval': { record: 'gvc/demo', set: { [`${ENVOY}.accessLog[0].typed_config.common_config.buffer_flush_interval`]: 'soon' }, errors: [`gvc/demo: ${ENVOY}.accessLog[0].typed_config.common_config.buffer_flush_interval: must be a duration such as 1s or 0.5s, or {seconds, nanos}`] },
   'cluster type': { record: 'gvc/demo', set: { [`${ENVOY}.clusters[0].type`]: 'DNS' }, errors: [`gvc/demo: ${ENVOY}.clusters[0].type: must be one of STATIC, STRICT_DNS, LOGICAL_DNS, EDS, ORIGINAL_DST`] },
+  'cluster transport socket without a name': {
+    record: 'gvc/demo', set: { [`${ENVOY}.clusters[0].transport_socket`]: { typed_config: {} } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.name: is required`],
+  },
+  'cluster TLS context of another type': {
+    record: 'gvc/demo', set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext' } } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config["@type"]: must be one of type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`],
+  },
+  'cluster TLS sni not a string': {
+    record: 'gvc/demo', set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { sni: 42 } } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.sni: must be a string`],
+  },
+  'cluster TLS trusted_ca with two sources': {
+    record: 'gvc/demo',
+    set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { common_tls_context: { validation_context: { trusted_ca: { filename: '/ca.pem', inline_string: 'x' } } } } } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.validation_context.trusted_ca: must have exactly one of filename, inline_string, inline_bytes (found filename, inline_string)`],
+  },
+  'cluster TLS trusted_ca not an object': {
+    record: 'gvc/demo',
+    set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { common_tls_context: { validation_context: { trusted_ca: '/ca.pem' } } } } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.validation_context.trusted_ca: must be an object`],
+  },
+  'cluster TLS transport socket well formed': {
+    record: 'gvc/demo',
+    set: {
+      [`${ENVOY}.clusters[0].transport_socket`]: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', sni: 'als.internal', common_tls_context: { validation_context: { trusted_ca: { filename: '/ca.pem' } } } },
+      },
+    },
+    errors: [],
+  },
   'exclusion port a string': { record: 'workload/api', set: { [`${ENVOY}.excludedExternalAuth[0].port`]: '8080' }, errors: [`workload/api: ${ENVOY}.excludedExternalAuth[0].port: must be an integer from 1 to 65535`] },
   'exclusion svcPort fractional': { record: 'workload/api', set: { [`${ENVOY}.excludedExternalAuth[0].svcPort`]: 1.5 }, errors: [`workload/api: ${ENVOY}.excludedExternalAuth[0].svcPort: must be an integer from 1 to 65535`] },
   'exclusion match not an object': { record: 'workload/api', set: { [`${ENVOY}.excludedExternalAuth[0].match`]: '/public' }, errors: [`workload/api: ${ENVOY}.excludedExternalAuth[0].match: must be an object`] },
