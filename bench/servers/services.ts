@@ -7,8 +7,13 @@
  *   node services.js otlp PORT STATS_PORT   an OTLP/gRPC trace sink: accepts
  *        `opentelemetry.proto.collector.trace.v1.TraceService/Export` and answers an empty
  *        ExportTraceServiceResponse without decoding the spans
+ *   node services.js als PORT STATS_PORT    an Envoy access-log service sink:
+ *        `envoy.service.accesslog.v3.AccessLogService/StreamAccessLogs` (client streaming), counting
+ *        the HTTP entries of every message by walking the protobuf wire format (field 2 `http_logs`,
+ *        its repeated field 1 `log_entry`) without decoding the entries themselves
  *
- * `GET http://127.0.0.1:STATS_PORT/` answers `{"calls": N, "bytes": B}`.
+ * `GET http://127.0.0.1:STATS_PORT/` answers `{"calls": N, "bytes": B, "entries": E}` (calls:
+ * exports, checks, or access-log messages; entries: access-log entries).
  */
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -18,7 +23,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { identity } from '../lib/grpc-echo.js';
 
 const [kind, portArg, statsArg] = process.argv.slice(2);
-const stats = { calls: 0, bytes: 0 };
+const stats = { calls: 0, bytes: 0, entries: 0, streams: 0 };
 
 function bind(server: grpc.Server): void {
   server.bindAsync(`127.0.0.1:${Number(portArg)}`, grpc.ServerCredentials.createInsecure(), (err) => {
@@ -82,9 +87,91 @@ if (kind === 'authz') {
     },
   );
   bind(server);
+} else if (kind === 'als') {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  server.addService(
+    {
+      StreamAccessLogs: {
+        path: '/envoy.service.accesslog.v3.AccessLogService/StreamAccessLogs',
+        requestStream: true,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    {
+      StreamAccessLogs: (call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        stats.streams++;
+        call.on('data', (message: Buffer) => {
+          stats.calls++;
+          stats.bytes += message.length;
+          stats.entries += httpLogEntries(message);
+        });
+        call.on('end', () => callback(null, Buffer.alloc(0)));
+        call.on('error', () => undefined);
+      },
+    },
+  );
+  bind(server);
 } else {
-  process.stderr.write('usage: services.js authz|otlp PORT STATS_PORT\n');
+  process.stderr.write('usage: services.js authz|otlp|als PORT STATS_PORT\n');
   process.exit(2);
 }
 
 process.on('SIGTERM', () => process.exit(0));
+
+/** A protobuf varint at `at`: its value and the offset after it. */
+function varint(buf: Buffer, at: number): [number, number] {
+  let value = 0;
+  let scale = 1;
+  for (;;) {
+    if (at >= buf.length) throw new Error('truncated varint');
+    const b = buf[at++]!;
+    value += (b & 0x7f) * scale;
+    if (b < 0x80) return [value, at];
+    scale *= 128;
+  }
+}
+
+/**
+ * Occurrences of field `inner` in the length-delimited fields `outer` of a message (tag by tag, the
+ * values skipped by wire type): in a StreamAccessLogsMessage, the entries of `http_logs` (field 2,
+ * `HTTPAccessLogEntries`, whose `log_entry` is field 1).
+ */
+function httpLogEntries(buf: Buffer, outer = 2, inner = 1): number {
+  let count = 0;
+  const walk = (from: number, to: number, onField: (field: number, start: number, end: number) => void): void => {
+    let at = from;
+    while (at < to) {
+      let tag: number;
+      [tag, at] = varint(buf, at);
+      const field = Math.floor(tag / 8);
+      switch (tag & 7) {
+        case 0:
+          [, at] = varint(buf, at);
+          break;
+        case 1:
+          at += 8;
+          break;
+        case 5:
+          at += 4;
+          break;
+        case 2: {
+          let len: number;
+          [len, at] = varint(buf, at);
+          onField(field, at, at + len);
+          at += len;
+          break;
+        }
+        default:
+          throw new Error(`wire type ${tag & 7} not expected`);
+      }
+    }
+  };
+  walk(0, buf.length, (field, start, end) => {
+    if (field === outer) walk(start, end, (f) => void (f === inner && count++));
+  });
+  return count;
+}
