@@ -15,20 +15,20 @@ import { BACKENDS, Fleet, scaleTarget, script, stats } from './lib/fleet.js';
 import { h2load, nodeClient, postScript, wrk, type Load } from './lib/load.js';
 import { ensureTools, toolVersions } from './lib/peers.js';
 import {
-  CLK_TCK, cpuTicks, ForeignCpu, h2Get, threadTicks, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
+  CLK_TCK, commandExists, cpuTicks, ForeignCpu, h2Get, threadTicks, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
 } from './lib/proc.js';
 import { summarize, summaryMarkdown, type ProfileSummary } from './lib/profile.js';
 import {
   fmtCpu, fmtInt, fmtMB, fmtMs, roundsTable, sectionNotes, sectionTable, summarizeRows, type RoundResult, type RowSpec, type SectionResult,
 } from './lib/report.js';
 import { median } from './lib/stats.js';
-import { APP_ROOT, CLI, GVC, hostOf, ingressArgs, launchSvc, ROOT, scaleName, sidecarArgs, snapshotApp, waitReady } from './lib/svc.js';
+import { APP_ROOT, CLI, GVC, hostOf, ingressArgs, launchSvc, RLS_DOMAIN, RLS_KEY, ROOT, scaleName, sidecarArgs, snapshotApp, waitReady } from './lib/svc.js';
 
 // ---- flags ---------------------------------------------------------------------------------------
 
 // The 10,000-workload section runs last: its readiness probes leave tens of thousands of sockets in
 // TIME_WAIT for a minute, which would disturb whatever ran next.
-const SECTIONS = ['http', 'body', 'h2', 'grpc', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
+const SECTIONS = ['http', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
 type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]
@@ -41,6 +41,9 @@ const HELP = `npm run bench -- [options]
   --body-connections N  wrk connections for the 1 MiB POST rows                 default 10
   --h2-clients N / --h2-streams M   h2load connections / streams per connection default 10 / 10
   --grpc-concurrency N  unary calls in flight (one channel)                     default 50
+  --rls-concurrency N   rate-limit service: ShouldRateLimit calls in flight      default 50
+  --rls-channels N      … spread over N channels (connections)                  default 2
+  --rls-keys N          … over N distinct descriptor values                      default 1000
   --ws-connections N    WebSocket connections doing ping-pong                   default 50
   --workloads N         workloads in the large configuration                    default 10000
   --idle-connections N  idle keep-alive connections                             default 1000
@@ -65,6 +68,9 @@ const { values: flags } = parseArgs({
     'h2-clients': { type: 'string', default: '10' },
     'h2-streams': { type: 'string', default: '10' },
     'grpc-concurrency': { type: 'string', default: '50' },
+    'rls-concurrency': { type: 'string', default: '50' },
+    'rls-channels': { type: 'string', default: '2' },
+    'rls-keys': { type: 'string', default: '1000' },
     'ws-connections': { type: 'string', default: '50' },
     workloads: { type: 'string', default: '10000' },
     'idle-connections': { type: 'string', default: '1000' },
@@ -102,6 +108,9 @@ const opts = {
   h2Clients: num('h2-clients'),
   h2Streams: num('h2-streams'),
   grpcConcurrency: num('grpc-concurrency'),
+  rlsConcurrency: Math.floor(num('rls-concurrency')),
+  rlsChannels: Math.floor(num('rls-channels')),
+  rlsKeys: Math.floor(num('rls-keys')),
   wsConnections: num('ws-connections'),
   workloads: Math.floor(num('workloads')),
   idleConnections: Math.floor(num('idle-connections')),
@@ -132,6 +141,8 @@ const errText = (err: unknown): string => (err instanceof Error ? err.message : 
 interface Target {
   port: number;
   host?: string;
+  /** Every port the load goes to (the rate-limit rows with two instances); default [port]. */
+  ports?: number[];
 }
 
 interface BenchRow extends RowSpec {
@@ -144,6 +155,13 @@ interface BenchRow extends RowSpec {
   check?(f: Fleet, t: Target): Promise<string | undefined>;
   /** A reason the measured row does not count, found after the rounds. */
   after?(f: Fleet): Promise<string | undefined>;
+  /** A note on the row for the report (what the feature did meanwhile), read after the rounds. */
+  summary?(f: Fleet): Promise<string | undefined>;
+  /**
+   * Services the row depends on whose CPU is measured over the same runs but not counted in the
+   * table (the auth server, the rate-limit service, Redis, the sinks): reported in a note.
+   */
+  sideCpu?: { label: string; services: string[] };
   skip?: string;
 }
 
@@ -199,6 +217,7 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
   const na = new Map<string, string>();
   const targets = new Map<string, Target>();
   const roots = new Map<string, number[]>();
+  const sideRoots = new Map<string, number[]>();
   await Promise.all(
     spec.rows.map(async (row) => {
       if (row.skip) return void na.set(row.key, row.skip);
@@ -221,6 +240,7 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
         if (reason) return void na.set(row.key, reason);
         targets.set(row.key, target);
         roots.set(row.key, handles.slice(0, row.proxy.length).flatMap((h) => h.procs.map((p) => p.pid)));
+        if (row.sideCpu) sideRoots.set(row.key, (await Promise.all(row.sideCpu.services.map((n) => fleet.get(n)))).flatMap((h) => h.procs.map((p) => p.pid)));
       } catch (err) {
         na.set(row.key, `did not start: ${errText(err)}`);
       }
@@ -233,6 +253,7 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
     for (const row of rotate(active, round)) {
       const target = targets.get(row.key)!;
       const pids = processTree(roots.get(row.key) ?? []);
+      const sidePids = processTree(sideRoots.get(row.key) ?? []);
       const paused = spec.exclusive ? [...roots.entries()].filter(([k]) => k !== row.key).flatMap(([, r]) => r).filter((pid) => !pids.includes(pid)) : [];
       for (const pid of paused) process.kill(pid, 'SIGSTOP');
       let result: RoundResult;
@@ -241,12 +262,19 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
         await settle();
         await spec.drive(target, opts.warmup);
         const cpu0 = cpuTicks(pids);
+        const side0 = cpuTicks(sidePids);
         const foreign = new ForeignCpu();
         const load = await spec.drive(target, spec.duration ?? opts.duration);
         const bg = foreign.read();
         const cpu1 = cpuTicks(pids);
+        const side1 = cpuTicks(sidePids);
         const peak = sampler?.stop();
-        result = { load, foreign: bg, ...(pids.length ? { cpuSeconds: (cpu1 - cpu0) / CLK_TCK, rssPeak: peak } : {}) };
+        result = {
+          load,
+          foreign: bg,
+          ...(pids.length ? { cpuSeconds: (cpu1 - cpu0) / CLK_TCK, rssPeak: peak } : {}),
+          ...(sidePids.length ? { sideCpuSeconds: (side1 - side0) / CLK_TCK } : {}),
+        };
         const bad = badness(load);
         if (bad) result.invalid = bad;
         else if (load.non2xx + load.errors > 0) result.note = `${load.non2xx} non-2xx, ${load.errors} errors in some round`;
@@ -272,6 +300,24 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
       na.set(row.key, errText(err));
     }
   }
+  const rowNotes: string[] = [];
+  for (const row of active) {
+    if (na.has(row.key)) continue;
+    const good = (rounds.get(row.key) ?? []).filter((r) => r && r.load && !r.invalid && r.sideCpuSeconds !== undefined);
+    if (row.sideCpu && good.length) {
+      const cores = median(good.map((r) => r.sideCpuSeconds! / r.load!.seconds))!;
+      const per1k = median(good.map((r) => r.sideCpuSeconds! / (r.load!.requests / 1000)))!;
+      rowNotes.push(`${row.name}: ${row.sideCpu.label} (not counted in the table) used a median of ${cores.toFixed(2)} cores, ${fmtCpu(per1k)} s CPU / 1k ${spec.unit.replace(/\/s$/, '')}.`);
+    }
+    if (row.summary) {
+      try {
+        const note = await row.summary(fleet);
+        if (note) rowNotes.push(`${row.name}: ${note}`);
+      } catch (err) {
+        rowNotes.push(`${row.name}: ${errText(err)}`);
+      }
+    }
+  }
   for (const row of active) rounds.set(row.key, (rounds.get(row.key) ?? []).map((r) => r ?? { invalid: 'not run' }));
   const result: SectionResult = {
     id: spec.id,
@@ -281,7 +327,7 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
     ...(spec.bytesPerRequest ? { bytesPerRequest: spec.bytesPerRequest } : {}),
     refs: spec.refs,
     rows: summarizeRows(spec.rows, rounds, na, spec.refs.map((r) => r.key)),
-    notes: [...(spec.notes ?? [])],
+    notes: [...(spec.notes ?? []), ...rowNotes],
   };
   const bg = [...rounds.values()].flat().map((r) => r.foreign).filter((x): x is number => x !== undefined);
   if (bg.length) {
@@ -305,6 +351,60 @@ async function expectBody(t: Target): Promise<string | undefined> {
   if (r.status !== 200) return `a 1 MiB POST answered ${r.status} ${r.body.slice(0, 120)}`;
   if (r.headers['x-received'] !== String(BODY_BYTES)) return `the upstream received ${String(r.headers['x-received'])} bytes of ${BODY_BYTES}`;
   return undefined;
+}
+
+/** The sidecar's filters in the path: a denied request gets the auth server's 403; answers carry the rate limit. */
+async function expectFilters(t: Target, want: { auth: boolean; rateLimit: boolean }): Promise<string | undefined> {
+  const ok = await httpRequest(t.port);
+  if (ok.status !== 200) return `a GET answered ${ok.status} ${ok.body.slice(0, 120)}`;
+  const denied = await httpRequest(t.port, { headers: { 'x-bench-deny': '1' } });
+  if (want.auth && denied.status !== 403) return `external auth is not in the path (a request the auth server denies answered ${denied.status})`;
+  if (!want.auth && denied.status !== 200) return `a request with x-bench-deny answered ${denied.status}: external auth is in the path of a row without it`;
+  const limited = ok.headers['x-ratelimit-limit'] !== undefined;
+  if (want.rateLimit && !limited) return 'rate limiting is not in the path (no x-ratelimit-limit on the answer)';
+  if (!want.rateLimit && limited) return 'x-ratelimit-limit on the answer: rate limiting is in the path of a row without it';
+  return undefined;
+}
+
+/** Access-log lines (pino JSON, `"component":"access"`) in a sidecar's log file, and their bytes. */
+function accessLines(file: string): { lines: number; bytes: number } {
+  let lines = 0;
+  let bytes = 0;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return { lines, bytes };
+  }
+  for (const line of text.split('\n')) {
+    if (!line.includes('"component":"access"')) continue;
+    lines++;
+    bytes += line.length + 1;
+  }
+  return { lines, bytes };
+}
+
+/** The access-log sink's counts once they stop growing (the sidecar flushes every second). */
+async function settledEntries(f: Fleet): Promise<Awaited<ReturnType<typeof stats>>> {
+  let s = await stats(f.ports['als-stats']);
+  for (let i = 0; i < 20; i++) {
+    await sleep(250);
+    const next = await stats(f.ports['als-stats']);
+    if (next.entries === s.entries && (next.entries ?? 0) > 0 && i >= 5) return next;
+    s = next;
+  }
+  return s;
+}
+
+/** Prometheus text → metric name → sum over its label sets. */
+function parseMetrics(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[3]));
+  }
+  return out;
 }
 
 async function expectH2(t: Target): Promise<string | undefined> {
@@ -338,14 +438,68 @@ function httpSection(tools: Record<string, string | undefined>): SectionSpec {
       name: 'svcproxy sidecar, ext auth (gRPC) + rate limit',
       proxy: ['sc-guarded'],
       deps: ['authz', 'ratelimit'],
+      sideCpu: { label: 'the auth server and the rate-limit service', services: ['authz', 'ratelimit'] },
       target: (f) => ({ port: f.ports['sc-guarded'] }),
-      check: async (_f, t) => {
-        const ok = await httpRequest(t.port);
-        if (ok.status !== 200) return `a GET answered ${ok.status} ${ok.body.slice(0, 120)}`;
-        const denied = await httpRequest(t.port, { headers: { 'x-bench-deny': '1' } });
-        if (denied.status !== 403) return `external auth is not in the path (a request the auth server denies answered ${denied.status})`;
-        if (ok.headers['x-ratelimit-limit'] === undefined) return 'rate limiting is not in the path (no x-ratelimit-limit on the answer)';
-        return undefined;
+      check: (_f, t) => expectFilters(t, { auth: true, rateLimit: true }),
+    },
+    {
+      key: 'limited',
+      name: 'svcproxy sidecar, rate limit only (svcproxy ratelimit, memory)',
+      proxy: ['sc-limited'],
+      deps: ['ratelimit'],
+      sideCpu: { label: 'the rate-limit service', services: ['ratelimit'] },
+      target: (f) => ({ port: f.ports['sc-limited'] }),
+      check: (_f, t) => expectFilters(t, { auth: false, rateLimit: true }),
+    },
+    {
+      key: 'authed',
+      name: 'svcproxy sidecar, ext auth (gRPC) only',
+      proxy: ['sc-authed'],
+      deps: ['authz'],
+      sideCpu: { label: 'the auth server', services: ['authz'] },
+      target: (f) => ({ port: f.ports['sc-authed'] }),
+      check: (_f, t) => expectFilters(t, { auth: true, rateLimit: false }),
+    },
+    {
+      key: 'logged',
+      name: 'svcproxy sidecar, access log (JSON lines to a file)',
+      proxy: ['sc-logged'],
+      target: (f) => ({ port: f.ports['sc-logged'] }),
+      check: async (f, t) => {
+        const ok = await expectOk(t);
+        if (ok) return ok;
+        // pino writes in 4 KiB batches: enough requests for a batch, then the lines must be there.
+        const file = (await f.get('sc-logged')).procs[0]!.logFile;
+        const before = accessLines(file).lines;
+        for (let i = 0; i < 40; i++) await httpRequest(t.port);
+        await sleep(200);
+        const after = accessLines(file).lines;
+        return after > before ? undefined : `no access-log line in ${path.basename(file)} after 40 requests`;
+      },
+      summary: async (f) => {
+        const { lines, bytes } = accessLines((await f.get('sc-logged')).procs[0]!.logFile);
+        return lines ? `${fmtInt(lines)} access-log lines (JSON, ${Math.round(bytes / lines)} bytes each) written to the sidecar's stdout, a file (pino, asynchronous, 4 KiB writes), over the section.` : undefined;
+      },
+      after: async (f) => (accessLines((await f.get('sc-logged')).procs[0]!.logFile).lines ? undefined : 'the sidecar wrote no access-log line'),
+    },
+    {
+      key: 'als',
+      name: 'svcproxy sidecar, Envoy access-log service (gRPC stream)',
+      proxy: ['sc-als'],
+      deps: ['als'],
+      sideCpu: { label: 'the access-log sink', services: ['als'] },
+      target: (f) => ({ port: f.ports['sc-als'] }),
+      after: async (f) => {
+        const s = await settledEntries(f);
+        return s.entries ? undefined : 'the access-log sink received no entry';
+      },
+      summary: async (f) => {
+        const s = await settledEntries(f);
+        const m = parseMetrics((await httpRequest(f.ports['sc-als-admin'], { path: '/metrics' })).body);
+        const sent = m.get('svcproxy_accesslog_entries_sent_total') ?? 0;
+        const dropped = m.get('svcproxy_accesslog_entries_dropped_total') ?? 0;
+        const failures = m.get('svcproxy_accesslog_stream_failures_total') ?? 0;
+        return `the sink received ${fmtInt(s.entries)} entries in ${fmtInt(s.calls)} messages on ${s.streams ?? '?'} stream(s) (${s.calls ? Math.round(s.bytes / s.calls) : 0} bytes a message); the sidecar counted ${fmtInt(sent)} sent, ${fmtInt(dropped)} dropped, ${fmtInt(failures)} stream failures.`;
       },
     },
     {
@@ -353,6 +507,7 @@ function httpSection(tools: Record<string, string | undefined>): SectionSpec {
       name: 'svcproxy sidecar, tracing 100% (OTLP/gRPC sink)',
       proxy: ['sc-traced'],
       deps: ['otlp'],
+      sideCpu: { label: 'the OTLP sink', services: ['otlp'] },
       target: (f) => ({ port: f.ports['sc-traced'] }),
       after: async (f) => {
         // The batch span processor exports every few seconds: give it time for the last batch.
@@ -370,13 +525,13 @@ function httpSection(tools: Record<string, string | undefined>): SectionSpec {
     title: 'HTTP/1.1, tiny responses',
     description: `wrk, 1 thread, ${opts.connections} connections, GET of a 2-byte answer from a Node upstream in its own process.`,
     unit: 'req/s',
-    refs: [{ key: 'direct', label: 'direct' }, { key: 'hp3', label: 'http-proxy-3' }],
+    refs: [{ key: 'direct', label: 'direct' }, { key: 'hp3', label: 'http-proxy-3' }, { key: 'sidecar', label: 'sidecar no tags' }],
     rows,
     drive: (t, seconds) => wrk({ url: `http://127.0.0.1:${t.port}/`, connections: opts.connections, seconds, ...(t.host ? { host: t.host } : {}) }),
     check: expectOk,
     notes: [
-      'The ext auth + rate limit row counts only the sidecar process; the auth server and the rate-limit service run in their own processes on the same 2 cores.',
-      'nginx runs without an access log and svcproxy at --log-level warn (no access log either); HAProxy logs nothing.',
+      'The ext auth, rate limit, access-log service and tracing rows count only the sidecar process; the auth server, the rate-limit service (in-memory counters) and the sinks run in their own processes on the same 2 cores (their CPU is in the notes below).',
+      'nginx runs without an access log and svcproxy at --log-level warn (no access log either), except the access-log rows; HAProxy logs nothing.',
     ],
   };
 }
@@ -435,6 +590,77 @@ function grpcSection(): SectionSpec {
     ],
     drive: (t, seconds) => nodeClient(script('clients/grpc-load.js'), [t.port, t.host ?? `127.0.0.1:${t.port}`, opts.grpcConcurrency, seconds], seconds),
   };
+}
+
+function rlsSection(redisVersion: string | undefined): SectionSpec {
+  const noRedis = redisVersion ? {} : { skip: 'redis-server not installed (scripts/test-deps.sh installs it)' };
+  const sideRedis = { label: 'redis-server', services: ['redis'] };
+  return {
+    id: 'rls',
+    duration: opts.shortDuration,
+    title: 'Rate-limit service, checks per second',
+    description: `\`svcproxy ratelimit\` (Envoy RLS v3) alone: a Node @grpc/grpc-js client (bench/clients/rls-load.ts) keeping ${opts.rlsConcurrency} ShouldRateLimit calls in flight over ${opts.rlsChannels} channels (connections), each call one descriptor \`{${RLS_KEY}: uN}\` of ${fmtInt(opts.rlsKeys)} distinct values in turn, against one rule of 10^9 per second (every call counted, none over the limit; a call counts only when answered OK with the rule's current_limit). CPU and RSS are the service process(es); the client shares the 2 cores and is often the limit.`,
+    unit: 'calls/s',
+    refs: [{ key: 'memory', label: 'memory' }],
+    rows: [
+      {
+        key: 'memory',
+        name: 'svcproxy ratelimit, in-memory counters',
+        proxy: ['rls-mem'],
+        target: (f) => ({ port: f.ports['rls-mem'] }),
+        check: (f, t) => expectRls(f, t, ['rls-mem-admin'], 'memory'),
+      },
+      {
+        key: 'redis',
+        name: 'svcproxy ratelimit --redis (local redis-server, no persistence)',
+        proxy: ['rls-redis'],
+        deps: ['redis'],
+        sideCpu: sideRedis,
+        target: (f) => ({ port: f.ports['rls-redis'] }),
+        check: (f, t) => expectRls(f, t, ['rls-redis-admin'], 'redis'),
+        ...noRedis,
+      },
+      {
+        key: 'redis-2',
+        name: '2 × svcproxy ratelimit --redis, one redis-server (sum of both)',
+        proxy: ['rls-redis', 'rls-redis-b'],
+        deps: ['redis'],
+        sideCpu: sideRedis,
+        target: (f) => ({ port: f.ports['rls-redis'], ports: [f.ports['rls-redis'], f.ports['rls-redis-b']] }),
+        check: (f, t) => expectRls(f, t, ['rls-redis-admin', 'rls-redis-b-admin'], 'redis'),
+        summary: async (f) => {
+          const r = await runCommand('redis-cli', ['-p', String(f.ports.redis), 'info', 'commandstats']);
+          const calls = [...r.stdout.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+          return r.code === 0 ? `redis-server ran ${fmtInt(calls)} check scripts (EVALSHA) in the whole section (both Redis rows and their checks).` : undefined;
+        },
+        ...noRedis,
+      },
+    ],
+    drive: (t, seconds) => nodeClient(script('clients/rls-load.js'), [(t.ports ?? [t.port]).join(','), RLS_DOMAIN, RLS_KEY, opts.rlsConcurrency, seconds, opts.rlsChannels, opts.rlsKeys], seconds),
+    notes: [
+      ...(redisVersion ? [`Redis: ${redisVersion}, started by the bench on a free port with \`--save '' --appendonly no\`; the service runs one Lua script (INCRBY + EXPIRE) per check.`] : []),
+      'The two-instance row sends half of the channels to each instance; CPU and RSS are the sum of both.',
+    ],
+  };
+}
+
+/** The rate-limit service instances use the store asked for, and a check is counted under the rule. */
+async function expectRls(f: Fleet, t: Target, admins: ('rls-mem-admin' | 'rls-redis-admin' | 'rls-redis-b-admin')[], store: string): Promise<string | undefined> {
+  for (const admin of admins) {
+    const config = JSON.parse((await httpRequest(f.ports[admin], { path: '/config' })).body) as { store?: string };
+    if (config.store !== store) return `the service on ${admin.replace(/-admin$/, '')} uses the ${String(config.store)} store, not ${store}`;
+  }
+  const r = await runCommand(process.execPath, [script('clients/rls-load.js'), (t.ports ?? [t.port]).join(','), RLS_DOMAIN, RLS_KEY, 'check'], { timeoutMs: 20_000 });
+  let answers: { overall_code?: string; statuses?: { code?: string; current_limit?: { requests_per_unit?: number } | null }[] }[];
+  try {
+    answers = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as typeof answers;
+  } catch {
+    return `the check call failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ').slice(0, 300)}`;
+  }
+  for (const a of answers) {
+    if (a.overall_code !== 'OK' || a.statuses?.[0]?.current_limit?.requests_per_unit !== 1_000_000_000) return `unexpected answer ${JSON.stringify(a).slice(0, 200)}`;
+  }
+  return undefined;
 }
 
 function wsSection(tools: Record<string, string | undefined>): SectionSpec {
@@ -764,6 +990,13 @@ async function runProfiles(fleet: Fleet, keepDir: string): Promise<ProfileResult
 
 // ---- environment and the results file ------------------------------------------------------------
 
+async function redisVersion(): Promise<string | undefined> {
+  if (!commandExists('redis-server')) return undefined;
+  const r = await runCommand('redis-server', ['--version']);
+  const v = /v=(\S+)/.exec(r.stdout)?.[1];
+  return v ? `redis-server ${v}` : 'redis-server';
+}
+
 function pkgVersion(name: string): string {
   try {
     return (JSON.parse(readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
@@ -881,6 +1114,7 @@ async function main(): Promise<number> {
     if (tools.found.wrk && wanted('body')) sections.push(await runSection(fleet, bodySection(tools.found, workDir)));
     if (tools.found.h2load && wanted('h2')) sections.push(await runSection(fleet, h2Section(tools.found)));
     if (wanted('grpc')) sections.push(await runSection(fleet, grpcSection()));
+    if (wanted('rls')) sections.push(await runSection(fleet, rlsSection(await redisVersion())));
     if (wanted('ws')) sections.push(await runSection(fleet, wsSection(tools.found)));
     if (wanted('idle')) idle = await runIdle(fleet, tools.found);
     if (wanted('soak')) soak = await runSoak(fleet);

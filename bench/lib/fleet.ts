@@ -7,10 +7,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { canConnect, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
+import { canConnect, commandExists, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
 import { startHaproxy, startNginx } from './peers.js';
 import {
-  GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
+  ALS_GVC, GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
   type MainConfig,
 } from './svc.js';
 
@@ -23,19 +23,21 @@ export interface Handle {
   port: number;
   /** h2c port of nginx / HAProxy. */
   h2Port?: number;
-  /** Stats port of the auth server and the OTLP sink. */
+  /** Stats port of the auth server, the OTLP sink and the access-log sink. */
   statsPort?: number;
   procs: Proc[];
 }
 
 /** Services that outlive a section (not proxies: their memory is not reported). */
-export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp', 'ratelimit']);
+export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp', 'als', 'ratelimit']);
 
 const PORT_NAMES = [
-  'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'ratelimit', 'ratelimit-admin',
+  'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'als', 'als-stats', 'ratelimit', 'ratelimit-admin',
   'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify',
   'sc-plain', 'sc-plain-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
   'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
+  'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
+  'redis', 'rls-mem', 'rls-mem-admin', 'rls-redis', 'rls-redis-admin', 'rls-redis-b', 'rls-redis-b-admin',
   'ingress-10', 'ingress-10-admin', 'ingress-10k', 'ingress-10k-admin', 'ingress-10k-10', 'ingress-10k-10-admin',
 ] as const;
 type PortName = (typeof PORT_NAMES)[number];
@@ -63,6 +65,7 @@ export class Fleet {
       authz: this.ports.authz,
       ratelimit: this.ports.ratelimit,
       otlp: this.ports.otlp,
+      als: this.ports.als,
       chainSidecar: this.ports['sc-chain'],
     });
   }
@@ -130,11 +133,12 @@ export class Fleet {
   private async start(name: string): Promise<Handle> {
     const p = this.ports;
     const app = `127.0.0.1:${p['up-http']}`;
-    const sidecar = async (key: 'sc-plain' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc', workload: string, appAddr: string, deps: string[], gvc = GVC): Promise<Handle> => {
+    type SidecarKey = 'sc-plain' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc' | 'sc-limited' | 'sc-authed' | 'sc-logged' | 'sc-als';
+    const sidecar = async (key: SidecarKey, workload: string, appAddr: string, deps: string[], gvc = GVC, logLevel?: string): Promise<Handle> => {
       await Promise.all(deps.map((d) => this.get(d)));
       const svc = launchSvc({
         name: key, role: 'sidecar', args: sidecarArgs([this.config.records], workload, appAddr, gvc),
-        port: p[key], adminPort: p[`${key}-admin`], logDir: this.logDir,
+        port: p[key], adminPort: p[`${key}-admin`], logDir: this.logDir, ...(logLevel ? { logLevel } : {}),
       });
       await waitReady(svc);
       return { name, port: p[key], procs: [svc.proc] };
@@ -149,7 +153,8 @@ export class Fleet {
         return { name, port: p[name], procs: [proc] };
       }
       case 'authz':
-      case 'otlp': {
+      case 'otlp':
+      case 'als': {
         const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`]]);
         await this.listening(proc, p[`${name}-stats`]);
         return { name, port: p[name], statsPort: p[`${name}-stats`], procs: [proc] };
@@ -158,6 +163,26 @@ export class Fleet {
         const svc = launchSvc({ name, role: 'ratelimit', args: ['--config', this.config.rules], port: p.ratelimit, adminPort: p['ratelimit-admin'], logDir: this.logDir });
         await this.listening(svc.proc, p.ratelimit);
         return { name, port: p.ratelimit, procs: [svc.proc] };
+      }
+      case 'redis': {
+        const bin = commandExists('redis-server');
+        if (!bin) throw new Error('redis-server is not installed (scripts/test-deps.sh installs it)');
+        const dir = path.join(this.workDir, 'redis');
+        mkdirSync(dir, { recursive: true });
+        // No persistence: nothing but the counters' own work.
+        const proc = spawnProc(name, bin, ['--port', String(p.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { logDir: this.logDir });
+        await this.listening(proc, p.redis);
+        return { name, port: p.redis, procs: [proc] };
+      }
+      case 'rls-mem':
+      case 'rls-redis':
+      case 'rls-redis-b': {
+        // The rate-limit service section's own instances (fresh per section, so their memory is
+        // reported): in-memory counters, or counters in the fleet's Redis (two instances may share it).
+        const redis = name === 'rls-mem' ? [] : ['--redis', `redis://127.0.0.1:${(await this.get('redis')).port}`];
+        const svc = launchSvc({ name, role: 'ratelimit', args: ['--config', this.config.rlsRules, ...redis], port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
+        await waitReady(svc);
+        return { name, port: p[name], procs: [svc.proc] };
       }
       case 'nginx':
       case 'haproxy': {
@@ -184,6 +209,15 @@ export class Fleet {
         return sidecar('sc-chain', 'chain', app, ['up-http']);
       case 'sc-guarded':
         return sidecar('sc-guarded', 'guarded', app, ['up-http', 'authz', 'ratelimit']);
+      case 'sc-limited':
+        return sidecar('sc-limited', 'limited', app, ['up-http', 'ratelimit']);
+      case 'sc-authed':
+        return sidecar('sc-authed', 'authed', app, ['up-http', 'authz']);
+      case 'sc-logged':
+        // --log-level info: one JSON line per request on stdout, which is the process's log file.
+        return sidecar('sc-logged', 'logged', app, ['up-http'], GVC, 'info');
+      case 'sc-als':
+        return sidecar('sc-als', 'als', app, ['up-http', 'als'], ALS_GVC);
       case 'sc-traced':
         return sidecar('sc-traced', 'traced', app, ['up-http', 'otlp'], TRACED_GVC);
       case 'sc-h2':
@@ -221,6 +255,6 @@ export function scaleTarget(n: number, deployments = n): string {
   return scaleName(Math.floor(Math.min(n, deployments) / 2));
 }
 
-export async function stats(port: number): Promise<{ calls: number; bytes: number }> {
-  return JSON.parse((await httpRequest(port)).body) as { calls: number; bytes: number };
+export async function stats(port: number): Promise<{ calls: number; bytes: number; entries?: number; streams?: number }> {
+  return JSON.parse((await httpRequest(port)).body) as { calls: number; bytes: number; entries?: number; streams?: number };
 }

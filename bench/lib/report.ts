@@ -17,6 +17,8 @@ export interface RoundResult {
   note?: string;
   /** Cores used by other processes on the machine during the measured run. */
   foreign?: number;
+  /** CPU seconds of the row's side services (not the proxy) during the measured run. */
+  sideCpuSeconds?: number;
 }
 
 export interface RowSpec {

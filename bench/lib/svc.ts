@@ -49,6 +49,12 @@ export const GVC = 'bench';
 export const ALIAS = 'benchalias001';
 export const TRACED_GVC = 'traced';
 export const TRACED_ALIAS = 'tracealias001';
+/** A GVC whose `spec.sidecar.envoy` sends every workload's access log to an access-log service. */
+export const ALS_GVC = 'als';
+export const ALS_ALIAS = 'alslogalias01';
+/** Domain and descriptor key of the rate-limit service section's rules (`rlsRules`). */
+export const RLS_DOMAIN = 'bench';
+export const RLS_KEY = 'user';
 export const APP_PORT = 8080;
 
 type Rec = Record<string, unknown>;
@@ -100,6 +106,8 @@ export interface MainConfigPorts {
   authz: number;
   ratelimit: number;
   otlp: number;
+  /** The access-log service sink. */
+  als: number;
   chainSidecar: number;
 }
 
@@ -109,16 +117,32 @@ export interface MainConfig {
   /** The ingress's `deployment` records. */
   deployments: string;
   rules: string;
+  /** Rules of the rate-limit service section: domain `bench`, any value of descriptor key `user`. */
+  rlsRules: string;
 }
 
 /**
  * Workloads: `plain` (no tags), `api` (ingress → app), `chain` (ingress → its own sidecar → app),
- * `guarded` (external auth over gRPC + rate limit), `traced` (GVC with tracing at 100%), `h2` (port
- * protocol http2), `grpc` (port protocol grpc).
+ * `guarded` (external auth over gRPC + rate limit), `limited` (rate limit only), `authed` (external
+ * auth only), `logged` (no tags: its sidecar runs at --log-level info, writing the access log),
+ * `traced` (GVC with tracing at 100%), `als` (GVC whose sidecar.envoy sends the access log to an
+ * access-log service), `h2` (port protocol http2), `grpc` (port protocol grpc).
  */
 export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig {
   const records = path.join(dir, 'records');
   const deployments = path.join(dir, 'deployments');
+  const extAuthTags = {
+    'svc/externalAuthAddress': '127.0.0.1',
+    'svc/externalAuthPort': String(ports.authz),
+    'svc/externalAuthScheme': 'http',
+    // Fail closed: a 200 then proves the auth server said yes.
+    'svc/externalAuthFailureAllow': 'false',
+  };
+  const rateLimitTags = {
+    'svc/rateLimitAddress': '127.0.0.1',
+    'svc/rateLimitPort': String(ports.ratelimit),
+    'svc/rateLimitScheme': 'http',
+  };
   mkdirSync(records, { recursive: true });
   mkdirSync(deployments, { recursive: true });
   writeYaml(path.join(records, 'records.yaml'), [
@@ -132,22 +156,43 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
         tracing: { sampling: 100, provider: { otel: { endpoint: `127.0.0.1:${ports.otlp}` } } },
       },
     },
+    {
+      kind: 'gvc',
+      name: ALS_GVC,
+      alias: ALS_ALIAS,
+      spec: {
+        staticPlacement: { locationLinks: [`//location/${LOCATION}`] },
+        // Envoy's http_grpc access logger with its defaults (flush every 1 s or at 16 KiB), to a
+        // STATIC cluster at the bench's sink.
+        sidecar: {
+          envoy: {
+            accessLog: [{
+              name: 'envoy.access_loggers.http_grpc',
+              typed_config: {
+                common_config: { log_name: 'bench', grpc_service: { envoy_grpc: { cluster_name: 'als' } }, transport_api_version: 'V3' },
+              },
+            }],
+            clusters: [{
+              name: 'als',
+              type: 'STATIC',
+              load_assignment: {
+                cluster_name: 'als',
+                endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: ports.als } } } }] }],
+              },
+            }],
+          },
+        },
+      },
+    },
     workload('plain', GVC),
     workload('api', GVC),
     workload('chain', GVC),
-    workload('guarded', GVC, {
-      tags: {
-        'svc/externalAuthAddress': '127.0.0.1',
-        'svc/externalAuthPort': String(ports.authz),
-        'svc/externalAuthScheme': 'http',
-        // Fail closed: a 200 then proves the auth server said yes.
-        'svc/externalAuthFailureAllow': 'false',
-        'svc/rateLimitAddress': '127.0.0.1',
-        'svc/rateLimitPort': String(ports.ratelimit),
-        'svc/rateLimitScheme': 'http',
-      },
-    }),
+    workload('guarded', GVC, { tags: { ...extAuthTags, ...rateLimitTags } }),
+    workload('limited', GVC, { tags: rateLimitTags }),
+    workload('authed', GVC, { tags: extAuthTags }),
+    workload('logged', GVC),
     workload('traced', TRACED_GVC),
+    workload('als', ALS_GVC),
     workload('h2', GVC, { protocol: 'http2' }),
     workload('grpc', GVC, { protocol: 'grpc' }),
   ]);
@@ -159,7 +204,11 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
   const rules = path.join(dir, 'rules.yaml');
   // The default descriptor is `authority`; one rule with a limit no bench can reach.
   writeFileSync(rules, YAML.stringify({ domain: 'svc', descriptors: [{ key: 'authority', rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
-  return { records, deployments, rules };
+  // The rate-limit service section: one rule for any value of `user` (the load client sends 1,000
+  // distinct values), again out of reach, so every call is counted and none is over the limit.
+  const rlsRules = path.join(dir, 'rls-rules.yaml');
+  writeFileSync(rlsRules, YAML.stringify({ domain: RLS_DOMAIN, descriptors: [{ key: RLS_KEY, rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
+  return { records, deployments, rules, rlsRules };
 }
 
 /**
@@ -195,13 +244,15 @@ export interface SvcLaunch {
   logDir: string;
   /** Extra node flags (`--cpu-prof`, ...). */
   nodeFlags?: string[];
+  /** `--log-level` (default warn: no access log). At info the access log goes to stdout: the log file. */
+  logLevel?: string;
 }
 
 export function launchSvc(opts: SvcLaunch): SvcProc {
   const proc = spawnProc(
     opts.name,
     process.execPath,
-    [...(opts.nodeFlags ?? []), CLI, opts.role, ...opts.args, '--listen', `127.0.0.1:${opts.port}`, '--admin', `127.0.0.1:${opts.adminPort}`, '--log-level', 'warn'],
+    [...(opts.nodeFlags ?? []), CLI, opts.role, ...opts.args, '--listen', `127.0.0.1:${opts.port}`, '--admin', `127.0.0.1:${opts.adminPort}`, '--log-level', opts.logLevel ?? 'warn'],
     { logDir: opts.logDir, cwd: ROOT },
   );
   return { proc, port: opts.port, adminPort: opts.adminPort };
