@@ -134,10 +134,10 @@ export class Fleet {
     const p = this.ports;
     const app = `127.0.0.1:${p['up-http']}`;
     type SidecarKey = 'sc-plain' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc' | 'sc-limited' | 'sc-authed' | 'sc-logged' | 'sc-als';
-    const sidecar = async (key: SidecarKey, workload: string, appAddr: string, deps: string[], gvc = GVC, logLevel?: string): Promise<Handle> => {
+    const sidecar = async (key: SidecarKey, workload: string, appAddr: string, deps: string[], gvc = GVC, logLevel?: string, records = this.config.records): Promise<Handle> => {
       await Promise.all(deps.map((d) => this.get(d)));
       const svc = launchSvc({
-        name: key, role: 'sidecar', args: sidecarArgs([this.config.records], workload, appAddr, gvc),
+        name: key, role: 'sidecar', args: sidecarArgs([records], workload, appAddr, gvc),
         port: p[key], adminPort: p[`${key}-admin`], logDir: this.logDir, ...(logLevel ? { logLevel } : {}),
       });
       await waitReady(svc);
@@ -217,7 +217,8 @@ export class Fleet {
         // --log-level info: one JSON line per request on stdout, which is the process's log file.
         return sidecar('sc-logged', 'logged', app, ['up-http'], GVC, 'info');
       case 'sc-als':
-        return sidecar('sc-als', 'als', app, ['up-http', 'als'], ALS_GVC);
+        // Its own records: an access log anywhere in the configuration changes every sidecar's work.
+        return sidecar('sc-als', 'als', app, ['up-http', 'als'], ALS_GVC, undefined, this.config.alsRecords);
       case 'sc-traced':
         return sidecar('sc-traced', 'traced', app, ['up-http', 'otlp'], TRACED_GVC);
       case 'sc-h2':

@@ -114,6 +114,12 @@ export interface MainConfigPorts {
 export interface MainConfig {
   /** Records every role reads. */
   records: string;
+  /**
+   * Records of the access-log service row alone (org, location, the `als` GVC and workload): a GVC
+   * with an access log anywhere in a configuration makes svcproxy keep per-request access-log state
+   * for every workload, which must not weigh on the other rows.
+   */
+  alsRecords: string;
   /** The ingress's `deployment` records. */
   deployments: string;
   rules: string;
@@ -125,8 +131,8 @@ export interface MainConfig {
  * Workloads: `plain` (no tags), `api` (ingress → app), `chain` (ingress → its own sidecar → app),
  * `guarded` (external auth over gRPC + rate limit), `limited` (rate limit only), `authed` (external
  * auth only), `logged` (no tags: its sidecar runs at --log-level info, writing the access log),
- * `traced` (GVC with tracing at 100%), `als` (GVC whose sidecar.envoy sends the access log to an
- * access-log service), `h2` (port protocol http2), `grpc` (port protocol grpc).
+ * `traced` (GVC with tracing at 100%), `h2` (port protocol http2), `grpc` (port protocol grpc); in a
+ * folder of its own, `als` (GVC whose sidecar.envoy sends the access log to an access-log service).
  */
 export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig {
   const records = path.join(dir, 'records');
@@ -145,17 +151,10 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
   };
   mkdirSync(records, { recursive: true });
   mkdirSync(deployments, { recursive: true });
-  writeYaml(path.join(records, 'records.yaml'), [
+  const alsRecords = path.join(dir, 'als-records');
+  mkdirSync(alsRecords, { recursive: true });
+  writeYaml(path.join(alsRecords, 'records.yaml'), [
     ...base(),
-    {
-      kind: 'gvc',
-      name: TRACED_GVC,
-      alias: TRACED_ALIAS,
-      spec: {
-        staticPlacement: { locationLinks: [`//location/${LOCATION}`] },
-        tracing: { sampling: 100, provider: { otel: { endpoint: `127.0.0.1:${ports.otlp}` } } },
-      },
-    },
     {
       kind: 'gvc',
       name: ALS_GVC,
@@ -184,6 +183,19 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
         },
       },
     },
+    workload('als', ALS_GVC),
+  ]);
+  writeYaml(path.join(records, 'records.yaml'), [
+    ...base(),
+    {
+      kind: 'gvc',
+      name: TRACED_GVC,
+      alias: TRACED_ALIAS,
+      spec: {
+        staticPlacement: { locationLinks: [`//location/${LOCATION}`] },
+        tracing: { sampling: 100, provider: { otel: { endpoint: `127.0.0.1:${ports.otlp}` } } },
+      },
+    },
     workload('plain', GVC),
     workload('api', GVC),
     workload('chain', GVC),
@@ -192,7 +204,6 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
     workload('authed', GVC, { tags: extAuthTags }),
     workload('logged', GVC),
     workload('traced', TRACED_GVC),
-    workload('als', ALS_GVC),
     workload('h2', GVC, { protocol: 'http2' }),
     workload('grpc', GVC, { protocol: 'grpc' }),
   ]);
@@ -208,7 +219,7 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
   // distinct values), again out of reach, so every call is counted and none is over the limit.
   const rlsRules = path.join(dir, 'rls-rules.yaml');
   writeFileSync(rlsRules, YAML.stringify({ domain: RLS_DOMAIN, descriptors: [{ key: RLS_KEY, rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
-  return { records, deployments, rules, rlsRules };
+  return { records, alsRecords, deployments, rules, rlsRules };
 }
 
 /**
