@@ -2,7 +2,9 @@
  * One finished request → Envoy's `HTTPAccessLogEntry`: common properties (addresses, start time, the
  * timings Envoy reports relative to it, upstream address and cluster, response flags), request and
  * response properties, and the extra headers and trailers the log asked for. Pure apart from reading
- * the exchange; never throws. Header byte counts follow Envoy's (names plus values, no framing).
+ * the exchange; never throws. Header byte counts follow Envoy's (names plus values, no framing). A
+ * WebSocket or CONNECT tunnel is logged as Envoy logs an upgrade: its duration is the connection's,
+ * its body bytes the payload each way.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Exchange } from '../proxy/exchange.js';
@@ -143,7 +145,7 @@ export function buildEntry(ex: Exchange, facts: RequestFacts, spec: AccessLogSpe
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i++) headerBytes += raw[i]!.length;
   const contentLength = Number(h['content-length']);
-  const bodyBytes = facts.requestBodyBytes >= 0 ? facts.requestBodyBytes : Number.isFinite(contentLength) ? contentLength : 0;
+  const bodyBytes = ex.tunnel ? ex.tunnel.bytesIn : facts.requestBodyBytes >= 0 ? facts.requestBodyBytes : Number.isFinite(contentLength) ? contentLength : 0;
   const method = req.method ?? 'GET';
   const path = ex.pathWithQuery;
   const userAgent = text(h['user-agent']);
@@ -176,7 +178,8 @@ export function buildEntry(ex: Exchange, facts: RequestFacts, spec: AccessLogSpe
   const localLength = Number(responseHeader(sent, 'content-length'));
   const response: Record<string, unknown> = {
     response_code: ex.status > 0 ? { value: ex.status } : undefined,
-    response_headers_bytes: responseHeaderBytes(sent),
+    // A tunnel's answer head went out on the raw socket (unless a filter's local reply wrote it).
+    response_headers_bytes: ex.tunnel && sent.block === undefined ? ex.tunnel.responseHeaderBytes : responseHeaderBytes(sent),
     response_body_bytes: ex.bytesSent > 0 || !Number.isFinite(localLength) ? ex.bytesSent : localLength,
     response_code_details: ex.errorCode ? ex.errorCode.toLowerCase() : ex.status > 0 ? 'via_upstream' : '',
   };

@@ -6,9 +6,7 @@
  * protocol. The sidecar path (a standalone `svcproxy sidecar`) starts at the filters. Every answer the
  * proxy makes itself goes through `Exchange.reply` (DESIGN §6); nothing here throws to the server.
  */
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import net from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
@@ -24,12 +22,9 @@ import {
   type Replica,
   type ReplicaRegistry,
 } from '../routing/index.js';
-import { normalizePath, splitAbsoluteForm } from './path.js';
-
-/** Longest request target accepted (Envoy's default header limit is 60 KiB; a URL is held to 16 KiB). */
-export const MAX_URL_LENGTH = 16 * 1024;
+import { MAX_URL_LENGTH, normalizePath, splitAbsoluteForm } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import { type DownstreamRequest, type DownstreamResponse, type LocalReply, ERRORS, errorBody } from './errors.js';
+import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
@@ -44,10 +39,8 @@ import { clientAddress, upstreamHeaders } from './headers.js';
 import type { ListenerHandlers } from './listener.js';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
-import { proxyWebSocket } from './websocket.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
-import { externalFirewall } from '../firewall/external.js';
-import { filterUpgrade } from './upgrade-filters.js';
+import { Tunnels, type RoutingPath } from './tunnels.js';
 import type { OverloadGuard } from './overload.js';
 import { requestProblem } from './sanitize.js';
 
@@ -124,6 +117,8 @@ export class DataPlane implements ExchangeObserver {
   /** For `svc/publishNotReadyAddresses`: a location counts when it has any replica, ready or not. */
   private readonly anyReplica = { hasReady: (workload: string, location: string) => this.opts.replicas.list(workload, location).length > 0 };
   private drainWaiters: (() => void)[] = [];
+  /** WebSocket upgrades and CONNECT tunnels. */
+  private readonly tunnels: Tunnels;
 
   constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
     this.factories = opts.factories ?? NO_FILTERS;
@@ -133,6 +128,12 @@ export class DataPlane implements ExchangeObserver {
       onResponse: (ex, status, headers) => this.onAttemptResponse(ex, status, headers),
       onFailure: (ex, kind) => this.onAttemptFailure(ex, kind),
     };
+    this.tunnels = new Tunnels({
+      table: () => this.table,
+      route: (table, target, at) => this.route(table, target, at),
+      anyReplica: this.anyReplica,
+      record: (ex) => this.record(ex),
+    }, opts);
     this.outlier = new OutlierDetector(opts.replicas, opts.deps.clock, opts.deps.logger.child({ component: 'outlier' }), {
       onEject: (replica) => opts.metrics.ejections.labels(replica.workload, replica.location).inc(),
     });
@@ -172,8 +173,8 @@ export class DataPlane implements ExchangeObserver {
   ingressHandlers(listener: { port: number; tls: boolean }): ListenerHandlers {
     return {
       request: (req, res) => this.onIngressRequest(req, res, listener.port, listener.tls, 'external'),
-      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, listener.tls, 'external'),
-      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'external'),
+      upgrade: (req, socket, head) => this.tunnels.upgrade(req, socket, head, listener.port, listener.tls, 'external'),
+      connect: (req, socket, head) => this.tunnels.connect(req, socket, head, listener.port, listener.tls, 'external'),
     };
   }
 
@@ -185,8 +186,8 @@ export class DataPlane implements ExchangeObserver {
   meshHandlers(listener: { port: number }, caller: MeshCaller = {}): ListenerHandlers {
     return {
       request: (req, res) => this.onIngressRequest(req, res, listener.port, false, 'mesh', caller),
-      upgrade: (req, socket, head) => this.onUpgrade(req, socket, head, listener.port, false, 'mesh', caller),
-      connect: (req, socket, head) => this.onConnect(req, socket, head, listener.port, 'mesh', caller),
+      upgrade: (req, socket, head) => this.tunnels.upgrade(req, socket, head, listener.port, false, 'mesh', caller),
+      connect: (req, socket, head) => this.tunnels.connect(req, socket, head, listener.port, false, 'mesh', caller),
     };
   }
 
@@ -194,30 +195,14 @@ export class DataPlane implements ExchangeObserver {
   sidecarHandlers(identity: SidecarIdentity, listener: { port: number; tls: boolean }): ListenerHandlers {
     return {
       request: (req, res) => this.onSidecarRequest(req, res, identity, listener.tls, listener.port),
-      upgrade: (req, socket, head) => {
-        const ex = this.start(req, undefined, listener.tls);
-        if (!ex) return rejectUpgrade(socket, 400, 'bad request', '');
-        const proxy = (): void => proxyWebSocket(req, socket, head, identity.app, (status, message) => rejectUpgrade(socket, status, message, ex.requestId));
-        const workload = this.table.snapshot.workloads.get(identity.workload);
-        const chain = workload ? this.table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN : EMPTY_CHAIN;
-        if (!workload || chain.length === 0) return proxy();
-        // Upgrades are authorized (and rate-limited) like any request.
-        const norm = normalizePath(req.url ?? '/');
-        if (!norm.ok) return rejectUpgrade(socket, 400, `bad request: ${norm.reason}`, ex.requestId);
-        const trusted = (this.table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0) + 1;
-        const info = {
-          requestId: ex.requestId, path: norm.path, query: norm.query, host: req.headers.host ?? '',
-          clientAddress: clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], trusted),
-          tls: listener.tls, listenerKind: 'sidecar' as const, listenerPort: listener.port, targetPort: workload.primaryPort?.number,
-        };
-        void filterUpgrade(chain, req, socket, info, this.opts.deps.clock).then((ok) => ok && proxy());
-      },
+      upgrade: (req, socket, head) => this.tunnels.sidecarUpgrade(req, socket, head, identity, listener),
+      connect: (req, socket, head) => this.tunnels.sidecarConnect(req, socket, head, identity, listener),
     };
   }
 
   // ---- the pipeline ----------------------------------------------------------------------------
 
-  private start(req: DownstreamRequest, res: DownstreamResponse | undefined, tls: boolean, port = 0, role: Role = 'ingress'): Exchange | undefined {
+  private start(req: DownstreamRequest, res: DownstreamResponse, tls: boolean, port = 0, role: Role = 'ingress'): Exchange | undefined {
     const norm = normalizePath(req.url ?? '/');
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
@@ -227,7 +212,6 @@ export class DataPlane implements ExchangeObserver {
     const absolute = url.charCodeAt(0) === 47 /* '/' */ ? undefined : splitAbsoluteForm(url);
     const host = absolute?.authority ?? (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
     const peer = req.socket?.remoteAddress ?? '';
-    if (!res) return norm.ok ? ({ requestId } as Exchange) : undefined;
     this.inFlight++;
     const ex = new Exchange(
       req, res, requestId,
@@ -283,7 +267,7 @@ export class DataPlane implements ExchangeObserver {
   }
 
   /** Host target → workload, port and path (domain routes rewrite). */
-  private route(table: RouteTable, target: HostTarget, ex: Exchange): Route | undefined {
+  private route(table: RouteTable, target: HostTarget, ex: RoutingPath): Route | undefined {
     const pathWithQuery = ex.pathWithQuery;
     switch (target.kind) {
       case 'canonical':
@@ -574,90 +558,10 @@ export class DataPlane implements ExchangeObserver {
     return { [names.location]: ex.location ?? '', [names.replica]: ex.replica.name };
   }
 
-  // ---- upgrades (WebSocket) and CONNECT (tcp ports) ---------------------------------------------
-
-  /** Resolve an upgrade or CONNECT to one replica address, or answer on the raw socket. */
-  private pick(req: IncomingMessage, socket: Duplex, hostHeader: string, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): { address: HostPort; workload: WorkloadModel; port: PortModel | undefined; requestId: string; path: string; viaSidecar: boolean; clientAddress: string } | undefined {
-    const norm = req.method === 'CONNECT' ? { ok: true as const, path: '/', query: '' } : normalizePath(req.url ?? '/');
-    const given = req.headers['x-request-id'];
-    const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
-    if (!norm.ok) return void rejectUpgrade(socket, 400, `bad request: ${norm.reason}`, requestId);
-    if (this.opts.overload?.shed()) return void rejectUpgrade(socket, 503, ERRORS.OVERLOADED.message, requestId, 'OVERLOADED');
-    const problem = requestProblem(req);
-    if (problem) return void rejectUpgrade(socket, problem.status, `bad request: ${problem.reason}`, requestId);
-    const table = this.table;
-    const target = resolveHost(table.hosts, hostHeader, listener, port);
-    const fake = { path: norm.path, query: norm.query, pathWithQuery: norm.path + norm.query } as Exchange;
-    const route = target && this.route(table, target, fake);
-    if (!route) return void rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, requestId, 'NO_ROUTE');
-    const { workload } = route;
-    if (caller && isInternal(target) && !internalFirewall(workload)(caller)) {
-      return void rejectUpgrade(socket, 403, ERRORS.FIREWALL_BLOCKED.message, requestId, 'FIREWALL_BLOCKED');
-    }
-    // Upgrades and CONNECT skip the filter chains, so the external firewall is applied here too.
-    const firewall = listener === 'external' ? externalFirewall(workload).check : undefined;
-    if (firewall?.(clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0), req.rawHeaders)) {
-      return void rejectUpgrade(socket, 403, ERRORS.FIREWALL_BLOCKED.message, requestId, 'FIREWALL_BLOCKED');
-    }
-    if (workload.globallySuspended) return void rejectUpgrade(socket, 503, ERRORS.SUSPENDED.message, requestId, 'SUSPENDED');
-    const { replicas, deps } = this.opts;
-    const location = route.fixedLocation ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency));
-    const list = location === undefined ? [] : replicas.list(workload.key, location);
-    const replica = route.fixedReplica !== undefined
-      ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
-      : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
-    const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
-    if (!address) return void rejectUpgrade(socket, 503, ERRORS.NO_HEALTHY_UPSTREAM.message, requestId, 'NO_HEALTHY_UPSTREAM');
-    const client = clientAddress(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0);
-    return { address, workload, port: route.port, requestId, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined, clientAddress: client };
-  }
-
-  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
-    socket.on('error', () => socket.destroy());
-    const picked = this.pick(req, socket, req.headers.host ?? '', port, listener, caller);
-    if (!picked) return;
-    const original = normalizePath(req.url ?? '/');
-    req.url = picked.path;
-    req.headers['x-request-id'] = picked.requestId;
-    for (const name of Object.keys(req.headers)) {
-      if (this.table.headers.strip.some((p) => name.startsWith(p))) delete req.headers[name];
-    }
-    const proxy = (): void => proxyWebSocket(req, socket, head, picked.address, (status, message) => rejectUpgrade(socket, status, message, picked.requestId));
-    // Upgrades are authorized (and rate-limited) like any request, unless the replica's own sidecar does it.
-    const chain = picked.viaSidecar ? EMPTY_CHAIN : this.table.sidecarChains.get(picked.workload.key) ?? EMPTY_CHAIN;
-    if (chain.length === 0) return proxy();
-    const info = {
-      requestId: picked.requestId, path: original.ok ? original.path : '/', query: original.ok ? original.query : '', host: req.headers.host ?? '', clientAddress: picked.clientAddress,
-      tls, listenerKind: listener, listenerPort: port, targetPort: picked.port?.number,
-    };
-    void filterUpgrade(chain, req, socket, info, this.opts.deps.clock).then((ok) => ok && proxy());
-  }
-
-  /** CONNECT host:port to a workload's `tcp` port: a raw tunnel. Never an open proxy. */
-  private onConnect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, listener: 'external' | 'mesh', caller?: MeshCaller): void {
-    socket.on('error', () => socket.destroy());
-    const picked = this.pick(req, socket, req.url ?? '', port, listener, caller);
-    if (!picked) return;
-    if (protocolOf(picked.port) !== 'tcp') return rejectUpgrade(socket, 404, ERRORS.NO_ROUTE.message, picked.requestId, 'NO_ROUTE');
-    const upstream = net.connect(picked.address.port, picked.address.host);
-    upstream.once('connect', () => {
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length) upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    upstream.on('error', () => {
-      if (!upstream.remoteAddress) rejectUpgrade(socket, 503, ERRORS.UPSTREAM_RESET.message, picked.requestId, 'UPSTREAM_RESET');
-      else socket.destroy();
-    });
-    socket.on('close', () => upstream.destroy());
-  }
-
   // ---- bookkeeping -----------------------------------------------------------------------------
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
-    this.opts.telemetry?.requestEnd(ex);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
     if (state && 'budget' in state) state.budget.active--;
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
@@ -665,6 +569,12 @@ export class DataPlane implements ExchangeObserver {
       this.drainWaiters = [];
       for (const w of waiters) w();
     }
+    this.record(ex);
+  }
+
+  /** Telemetry, metrics and the access-log line of a finished exchange (requests and tunnels). */
+  private record(ex: Exchange): void {
+    this.opts.telemetry?.requestEnd(ex);
     const workload = ex.workload?.key ?? '';
     const location = ex.location ?? '';
     const upstreamSeconds = ex.upstreamHeadersAt > 0 ? (ex.upstreamHeadersAt - ex.upstreamStartedAt) / 1000 : undefined;
@@ -688,6 +598,7 @@ export class DataPlane implements ExchangeObserver {
         client: ex.clientAddress,
         protocol: ex.req.httpVersion === '2.0' ? 'HTTP/2' : 'HTTP/1.1',
         ...(ex.errorCode ? { error: ex.errorCode } : {}),
+        ...(ex.tunnel ? { tunnel: ex.tunnel.kind, bytesReceived: ex.tunnel.bytesIn } : {}),
       });
     }
   }
@@ -741,17 +652,5 @@ function applyMutations(ex: Exchange, headers: OutgoingHttpHeaders): OutgoingHtt
   return headers;
 }
 
-/** Answer an upgrade or CONNECT on its raw socket. */
-export function rejectUpgrade(socket: Duplex, status: number, message: string, id: string, code = 'BAD_REQUEST'): void {
-  if (!socket.writable) return void socket.destroy();
-  const body = errorBody(status, message, code, id);
-  socket.end(
-    `HTTP/1.1 ${status} ${statusText(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-}
-
-function statusText(status: number): string {
-  return ({ 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' } as Record<number, string>)[status] ?? 'Error';
-}
-
 export type { LocalReply };
+export { MAX_URL_LENGTH };

@@ -11,6 +11,7 @@ import type { Replica } from '../routing/replicas.js';
 import type { Clock, Timer } from '../deps.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendLocalReply, destroyResponse } from './errors.js';
 import { applyHeaderOps, type HeaderOp } from './headers.js';
+import type { Tunnel } from './tunnel.js';
 
 export interface ExchangeObserver {
   /** Called once per request when it is over. */
@@ -60,6 +61,8 @@ export class Exchange {
    * inbound listener (behind the ingress, which already applied the edge rules).
    */
   listenerKind: 'external' | 'mesh' | 'sidecar' = 'external';
+  /** Set for a WebSocket upgrade or a CONNECT tunnel: the exchange lasts as long as the connection. */
+  tunnel: Tunnel | undefined = undefined;
   /** Per-request state of the telemetry layer (the server span), opaque here. */
   telemetry: unknown = undefined;
   /** Upstream attempts made so far (`x-envoy-attempt-count`). */

@@ -16,6 +16,9 @@
  * a fast path that returns the input as is.
  */
 
+/** Longest request target accepted (Envoy's default header limit is 60 KiB; a URL is held to 16 KiB). */
+export const MAX_URL_LENGTH = 16 * 1024;
+
 export type NormalizedPath =
   | { readonly ok: true; readonly path: string; readonly query: string }
   | { readonly ok: false; readonly reason: string };

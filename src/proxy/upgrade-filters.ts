@@ -1,49 +1,27 @@
 /**
- * The sidecar filters (external authorization, rate limiting) for WebSocket upgrades, which have no
- * ServerResponse of their own: an upgrade request must not be a way around authorization (Envoy
- * checks upgrade requests like any other). The chain runs on a real Exchange whose response is bound
- * to the upgrade socket, so a denial is an ordinary local reply written on it (then the socket is
- * closed); when every filter lets the request continue, the socket is handed back and the filters'
- * header and query mutations are applied to the upgrade request before it is proxied. The Exchange
- * here does no bookkeeping of its own (the upgrade is not a request in flight of the data plane).
+ * The sidecar filters (external authorization, rate limiting) for WebSocket upgrades and CONNECT
+ * tunnels, which have no ServerResponse of their own: an upgrade or a tunnel must not be a way
+ * around authorization (Envoy checks both like any other request). The chain runs on the tunnel's
+ * Exchange, whose response is bound to the raw socket for the time of the chain, so a denial is an
+ * ordinary local reply written on it (then the socket is closed); when every filter lets the
+ * request continue, the socket is handed back and the filters' header and query mutations are
+ * applied to the upgrade request before it is proxied (a CONNECT to the app carries no headers).
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Clock } from '../deps.js';
-import { Exchange } from './exchange.js';
+import type { Exchange } from './exchange.js';
 import { runChain, type Chain } from './filters.js';
 
-export interface UpgradeInfo {
-  readonly requestId: string;
-  /** Normalized path and the query as sent. */
-  readonly path: string;
-  readonly query: string;
-  readonly host: string;
-  readonly clientAddress: string;
-  readonly tls: boolean;
-  readonly listenerKind: Exchange['listenerKind'];
-  readonly listenerPort: number;
-  readonly targetPort: number | undefined;
-}
-
-const NO_OBSERVER = { onFinish: () => undefined };
-
-/** Resolves true when the upgrade may proceed (with `req` mutated), false when it was answered. */
-export function filterUpgrade(chain: Chain, req: http.IncomingMessage, socket: Duplex, info: UpgradeInfo, clock: Clock): Promise<boolean> {
-  const res = new http.ServerResponse(req);
+/** Resolves true when the upgrade may proceed (with its request mutated), false when it was answered. */
+export function filterUpgrade(chain: Chain, ex: Exchange, socket: Duplex): Promise<boolean> {
+  const res = ex.res as http.ServerResponse;
   res.shouldKeepAlive = false;
   res.assignSocket(socket as net.Socket);
-  const ex = new Exchange(req, res, info.requestId, info.path, info.query, info.host, req.socket?.remoteAddress ?? '', clock.now(), clock, NO_OBSERVER);
-  ex.clientAddress = info.clientAddress;
-  ex.tls = info.tls;
-  ex.listenerKind = info.listenerKind;
-  ex.listenerPort = info.listenerPort;
-  ex.targetPort = info.targetPort;
   return new Promise((resolve) => {
     runChain(chain, ex, (result) => {
-      if (result || socket.destroyed) {
-        if (result) {
+      if (result || socket.destroyed || ex.isFinished) {
+        if (result && !ex.isFinished) {
           // Nothing reads this socket any more: close it once the answer is flushed.
           res.once('finish', () => (socket as net.Socket).destroySoon());
           ex.reply(result);
@@ -51,7 +29,7 @@ export function filterUpgrade(chain: Chain, req: http.IncomingMessage, socket: D
         return resolve(false);
       }
       res.detachSocket(socket as net.Socket);
-      applyToUpgrade(ex, req);
+      applyToUpgrade(ex, ex.req as http.IncomingMessage);
       resolve(true);
     });
   });

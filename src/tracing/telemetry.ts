@@ -5,7 +5,8 @@
  * Per request: one server span (ingress, or a standalone sidecar) that continues the caller's trace
  * (W3C or B3), one client span per upstream attempt whose context is injected into the upstream
  * request (W3C plus the format that came in), child spans for the filters' outside calls
- * (`childSpan`), and one access-log entry per configured log when the request is over.
+ * (`childSpan`), and one access-log entry per configured log when the request is over. A WebSocket
+ * upgrade or CONNECT tunnel is one such request that ends when its connection closes.
  *
  * Cost: a workload whose GVC neither traces nor logs pays a property write and a map lookup; the
  * incoming trace headers are parsed and span objects made only for traced workloads, lazily, at the
@@ -222,7 +223,8 @@ export class Telemetry implements RequestTelemetry {
     }
     const st = new RequestState(this);
     ex.telemetry = st;
-    this.countBody(ex, st);
+    // A tunnel's payload is counted off its upstream socket when it closes (proxy/tunnel.ts).
+    if (ex.tunnel === undefined) this.countBody(ex, st);
   }
 
   /**
@@ -319,7 +321,8 @@ export class Telemetry implements RequestTelemetry {
     const { address, port } = splitHost(ex.host);
     span.setAttribute('http.request.method', method.known ? method.name : '_OTHER');
     if (!method.known) span.setAttribute('http.request.method_original', method.name);
-    span.setAttribute('url.path', ex.path);
+    // A CONNECT has no path.
+    if (ex.path) span.setAttribute('url.path', ex.path);
     if (ex.query) span.setAttribute('url.query', ex.query.charCodeAt(0) === 63 /* ? */ ? ex.query.slice(1) : ex.query);
     const forwardedProto = ex.listenerKind === 'sidecar' ? header(ex, 'x-forwarded-proto') : undefined;
     span.setAttribute('url.scheme', forwardedProto ?? (ex.tls ? 'https' : 'http'));
@@ -409,6 +412,8 @@ export class Telemetry implements RequestTelemetry {
     if (ex.telemetry === undefined) return;
     const st = this.state(ex);
     if (!st) return;
+    // A tunnel's last byte from the client came at the latest when it closed.
+    if (ex.tunnel && st.lastRxAt === 0) st.lastRxAt = this.clock.now();
     if (st.span) this.endSpans(ex, st);
     if (st.als && this.als && !(ex.listenerKind !== 'sidecar' && ex.replica?.sidecar)) {
       this.als.record(ex, st, st.als, this.clock.now(), this.clock.wallNow());
@@ -435,6 +440,11 @@ export class Telemetry implements RequestTelemetry {
       if (status > 0) span.setAttribute('http.response.status_code', status);
       if (ex.location !== undefined) span.setAttribute(`${v}.location`, ex.location);
       if (ex.replica) span.setAttribute(`${v}.replica`, ex.replica.name);
+      if (ex.tunnel) {
+        // The payload each way of a WebSocket or CONNECT tunnel, read once when it closed.
+        span.setAttribute('http.request.body.size', ex.tunnel.bytesIn);
+        span.setAttribute('http.response.body.size', ex.bytesSent);
+      }
       if (error !== undefined) {
         span.setAttribute('error.type', error);
         // Server spans: 4xx are the client's errors, not the server's (semantic conventions).

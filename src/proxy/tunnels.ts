@@ -1,0 +1,336 @@
+/**
+ * WebSocket upgrades and CONNECT tunnels (to `tcp` ports) through the data plane, at the ingress
+ * (and mesh listeners) and at a standalone sidecar. Each is one Exchange from the request head to
+ * the connection's close, so it is routed, checked and observed like an HTTP request: the external
+ * and internal firewalls, the sidecar filters (external authorization, rate limiting; run by the
+ * replica's own sidecar when it has one, else in-process), one server span and one client span for
+ * the upstream attempt with the trace context injected into the upgrade request (and into the
+ * CONNECT re-issued to a sidecar), one access-log line and one access-log-service entry when it
+ * closes, with the payload bytes each way. Its status is the answer that switched the connection
+ * (101, or 200 for CONNECT) or the refusal. Tunnels are not requests in flight for draining.
+ *
+ * A CONNECT to a replica with its own sidecar is re-issued to that sidecar with the request's
+ * headers (the sidecar authorizes it, then opens the tunnel to the app) and its answer relayed; a
+ * CONNECT to a replica without one, or arriving at a sidecar, is a TCP connection to the app.
+ * Never an open proxy: anything but a workload's `tcp` port gets 404.
+ */
+import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { PortModel, WorkloadModel } from '../config/model.js';
+import type { MeshCaller } from '../firewall/internal.js';
+import { internalFirewall } from '../firewall/internal.js';
+import { externalFirewall } from '../firewall/external.js';
+import { chooseLocation, geoCandidates, pickReplica, resolveHost, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
+import type { DataPlaneOptions, SidecarIdentity } from './dataplane.js';
+import { ERRORS, type ErrorCode } from './errors.js';
+import { Exchange, type ExchangeObserver } from './exchange.js';
+import { EMPTY_CHAIN } from './filters.js';
+import { failureKind } from './forward.js';
+import { applyHeaderOps, clientAddress, upstreamHeaders } from './headers.js';
+import { MAX_URL_LENGTH, normalizePath, type NormalizedPath } from './path.js';
+import { newRequestId, validRequestId } from './request-id.js';
+import { protocolOf, type RouteTable } from './routes.js';
+import { requestProblem } from './sanitize.js';
+import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
+import { filterUpgrade } from './upgrade-filters.js';
+import { proxyWebSocket } from './websocket.js';
+
+/** What routing reads of a request. */
+export interface RoutingPath {
+  readonly path: string;
+  readonly query: string;
+  readonly pathWithQuery: string;
+}
+
+/** The routing decision the data plane makes for a host and path. */
+export interface TunnelRoute {
+  readonly workload: WorkloadModel;
+  readonly port: PortModel | undefined;
+  readonly upstreamPath: string;
+  readonly fixedLocation?: string;
+  readonly fixedReplica?: number;
+  readonly includeNotReady: boolean;
+}
+
+/** The data plane's side: its current table, its routing, and the bookkeeping of a finished exchange. */
+export interface TunnelContext {
+  table(): RouteTable;
+  route(table: RouteTable, target: HostTarget, at: RoutingPath): TunnelRoute | undefined;
+  /** For `publishNotReadyAddresses`: a location counts when it has any replica. */
+  readonly anyReplica: Pick<ReplicaRegistry, 'hasReady'>;
+  /** Metrics, access-log line and telemetry of a finished exchange. */
+  record(ex: Exchange): void;
+}
+
+/** A CONNECT has no path (Envoy's `:path` is absent); domain routes are chosen as for `/`. */
+const CONNECT_PATH: NormalizedPath = { ok: true, path: '', query: '' };
+const CONNECT_ROUTING: RoutingPath = { path: '/', query: '', pathWithQuery: '/' };
+
+interface Picked {
+  readonly address: HostPort;
+  readonly port: PortModel | undefined;
+  readonly path: string;
+  readonly viaSidecar: boolean;
+}
+
+type ListenerKind = Exchange['listenerKind'];
+
+export class Tunnels {
+  private readonly observer: ExchangeObserver;
+
+  constructor(private readonly ctx: TunnelContext, private readonly opts: DataPlaneOptions) {
+    this.observer = { onFinish: (ex) => ctx.record(ex) };
+  }
+
+  // ---- entry points ----------------------------------------------------------------------------
+
+  /** `Upgrade: websocket` on an ingress or mesh listener. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
+    const ex = this.start(req, socket, 'websocket', tls, port, listener);
+    if (!ex) return;
+    const picked = this.pick(ex, socket, listener, caller);
+    if (!picked) return;
+    req.url = picked.path;
+    req.headers['x-request-id'] = ex.requestId;
+    const strip = this.ctx.table().headers.strip;
+    for (const name of Object.keys(req.headers)) {
+      if (strip.some((p) => name.startsWith(p))) delete req.headers[name];
+    }
+    this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address));
+  }
+
+  /** `CONNECT host:port` on an ingress or mesh listener: a tunnel to a workload's `tcp` port. */
+  connect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
+    const ex = this.start(req, socket, 'connect', tls, port, listener);
+    if (!ex) return;
+    const picked = this.pick(ex, socket, listener, caller);
+    if (!picked) return;
+    if (protocolOf(picked.port) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
+    this.filtered(ex, socket, picked.viaSidecar, () =>
+      picked.viaSidecar ? this.relay(ex, socket, head, picked.address) : this.open(ex, socket, head, picked.address));
+  }
+
+  /** An upgrade at a standalone sidecar: its filters, then the app. */
+  sidecarUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, identity: SidecarIdentity, listener: { port: number; tls: boolean }): void {
+    const ex = this.start(req, socket, 'websocket', listener.tls, listener.port, 'sidecar');
+    if (!ex || !this.asSidecar(ex, socket, identity)) return;
+    this.filtered(ex, socket, false, () => this.proxyUpgrade(ex, socket, head, identity.app));
+  }
+
+  /** A CONNECT at a standalone sidecar (re-issued by the ingress): its filters, then the app's `tcp` port. */
+  sidecarConnect(req: IncomingMessage, socket: Duplex, head: Buffer, identity: SidecarIdentity, listener: { port: number; tls: boolean }): void {
+    const ex = this.start(req, socket, 'connect', listener.tls, listener.port, 'sidecar');
+    if (!ex || !this.asSidecar(ex, socket, identity)) return;
+    if (protocolOf(ex.workload!.primaryPort) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
+    this.filtered(ex, socket, false, () => this.open(ex, socket, head, identity.app));
+  }
+
+  // ---- the exchange ----------------------------------------------------------------------------
+
+  /** The tunnel's exchange, or `undefined` when the request was refused before routing. */
+  private start(req: IncomingMessage, socket: Duplex, kind: TunnelKind, tls: boolean, port: number, listenerKind: ListenerKind): Exchange | undefined {
+    socket.on('error', () => socket.destroy());
+    const { deps, telemetry, overload } = this.opts;
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
+    const url = req.url ?? '';
+    const norm = kind === 'connect' ? CONNECT_PATH : normalizePath(url);
+    const ex = new Exchange(
+      req, new http.ServerResponse(req), requestId,
+      norm.ok ? norm.path : url, norm.ok ? norm.query : '',
+      kind === 'connect' ? url : req.headers.host ?? '',
+      req.socket?.remoteAddress ?? '', deps.clock.now(), deps.clock, this.observer,
+    );
+    ex.tunnel = new Tunnel(kind);
+    ex.tls = tls;
+    ex.listenerPort = port;
+    ex.listenerKind = listenerKind;
+    telemetry?.requestStart(ex, listenerKind === 'sidecar' ? 'sidecar' : 'ingress');
+    socket.once('close', () => this.end(ex));
+    if (overload?.shed()) return void this.refuse(ex, socket, 'OVERLOADED');
+    const problem = requestProblem(req);
+    if (problem) return void this.refuse(ex, socket, problem.status === 501 ? 'NOT_IMPLEMENTED' : 'BAD_REQUEST', `bad request: ${problem.reason}`, problem.status);
+    if (url.length > MAX_URL_LENGTH) return void this.refuse(ex, socket, 'URI_TOO_LONG');
+    if (!norm.ok) return void this.refuse(ex, socket, 'BAD_REQUEST', `bad request: ${norm.reason}`);
+    return ex;
+  }
+
+  /** Answer on the raw socket and end the exchange. */
+  private refuse(ex: Exchange, socket: Duplex, code: ErrorCode, message?: string, status?: number): void {
+    // The client is gone (and the tunnel already recorded as such).
+    if (ex.isFinished) return void socket.destroy();
+    const entry = ERRORS[code];
+    const sent = rejectUpgrade(socket, status ?? entry.status, message ?? entry.message, ex.requestId, code);
+    ex.errorCode = code;
+    ex.status = sent.status;
+    ex.bytesSent = sent.bodyBytes;
+    ex.tunnel!.responseHeaderBytes = sent.headerBytes;
+    ex.finish();
+  }
+
+  /** The connection closed: the tunnel is over. */
+  private end(ex: Exchange): void {
+    if (ex.isFinished) return;
+    const tunnel = ex.tunnel!;
+    const counts = tunnel.counts();
+    tunnel.bytesIn = counts.in;
+    if (counts.out > 0) ex.bytesSent = counts.out;
+    ex.finish();
+  }
+
+  /** Run the workload's sidecar filters (unless the replica's own sidecar does), then `go`. */
+  private filtered(ex: Exchange, socket: Duplex, viaSidecar: boolean, go: () => void): void {
+    const chain = viaSidecar ? EMPTY_CHAIN : this.ctx.table().sidecarChains.get(ex.workload!.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return go();
+    void filterUpgrade(chain, ex, socket).then((ok) => ok && !ex.isFinished && go());
+  }
+
+  // ---- routing ---------------------------------------------------------------------------------
+
+  /** Resolve to one replica address (the exchange gets workload, location and replica), or refuse. */
+  private pick(ex: Exchange, socket: Duplex, listener: 'external' | 'mesh', caller: MeshCaller | undefined): Picked | undefined {
+    const table = this.ctx.table();
+    const target = resolveHost(table.hosts, ex.host, listener, ex.listenerPort);
+    const route = target && this.ctx.route(table, target, ex.tunnel!.kind === 'connect' ? CONNECT_ROUTING : ex);
+    if (!route) return void this.refuse(ex, socket, 'NO_ROUTE');
+    const { workload } = route;
+    ex.workload = workload;
+    ex.targetPort = route.port?.number;
+    const trusted = table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0;
+    ex.clientAddress = clientAddress(ex.peer, ex.req.headers['x-forwarded-for'], trusted);
+    if (caller && isInternal(target) && !internalFirewall(workload)(caller)) return void this.refuse(ex, socket, 'FIREWALL_BLOCKED');
+    // The ingress filter chain is for HTTP requests: the external firewall is applied here.
+    if (listener === 'external' && externalFirewall(workload).check?.(ex.clientAddress, ex.req.rawHeaders)) return void this.refuse(ex, socket, 'FIREWALL_BLOCKED');
+    if (workload.globallySuspended) return void this.refuse(ex, socket, 'SUSPENDED');
+    const { replicas, deps, latencyOf } = this.opts;
+    const location = route.fixedLocation
+      ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.ctx.anyReplica : replicas, latencyOf ?? (() => undefined)));
+    const list = location === undefined ? [] : replicas.list(workload.key, location);
+    const replica = route.fixedReplica !== undefined
+      ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
+      : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
+    const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
+    if (!replica || !address) return void this.refuse(ex, socket, 'NO_HEALTHY_UPSTREAM');
+    ex.location = location;
+    // An open tunnel is an outstanding request to its replica (least-request balancing sees it).
+    ex.replica = replica;
+    replica.outstanding++;
+    return { address, port: route.port, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined };
+  }
+
+  /** A standalone sidecar's identity on the exchange; false when its workload is gone (answered 404). */
+  private asSidecar(ex: Exchange, socket: Duplex, identity: SidecarIdentity): boolean {
+    const table = this.ctx.table();
+    const workload = table.snapshot.workloads.get(identity.workload);
+    if (!workload) {
+      this.refuse(ex, socket, 'NO_ROUTE');
+      return false;
+    }
+    ex.workload = workload;
+    ex.location = identity.location;
+    ex.targetPort = workload.primaryPort?.number;
+    // Behind the ingress: one more trusted hop (the ingress appended the client).
+    const trusted = (table.snapshot.gvcs.get(workload.gvc)?.trustedProxies ?? 0) + 1;
+    ex.clientAddress = clientAddress(ex.peer, ex.req.headers['x-forwarded-for'], trusted);
+    return true;
+  }
+
+  // ---- the upstream attempt ------------------------------------------------------------------------
+
+  private attemptStart(ex: Exchange, target: HostPort, headers: OutgoingHttpHeaders | undefined): void {
+    ex.attempts = 1;
+    ex.upstreamStartedAt = this.opts.deps.clock.now();
+    // Trace context goes nowhere on a raw TCP connection, but the attempt still gets its span.
+    if (ex.telemetry !== undefined) this.opts.telemetry?.attemptStart(ex, target, headers ?? {});
+  }
+
+  /** The upstream switched the connection (`status`), or answered otherwise. */
+  private answered(ex: Exchange, status: number): void {
+    ex.status = status;
+    ex.upstreamHeadersAt = this.opts.deps.clock.now();
+    this.opts.telemetry?.attemptEnd(ex, { status, retried: false });
+  }
+
+  /** The upstream could not be reached: 503 while the client has been sent nothing. */
+  private unreachable(ex: Exchange, socket: Duplex, connected: boolean): void {
+    if (ex.isFinished) return;
+    this.opts.telemetry?.attemptEnd(ex, { failure: connected ? 'reset' : 'connect-failure', retried: false });
+    this.refuse(ex, socket, 'UPSTREAM_RESET');
+  }
+
+  /** WebSocket: the upgrade request (with the filters' mutations and trace context) to `target`. */
+  private proxyUpgrade(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
+    const req = ex.req as IncomingMessage;
+    this.attemptStart(ex, target, req.headers as OutgoingHttpHeaders);
+    const tunnel = ex.tunnel!;
+    let failed = false;
+    proxyWebSocket(req, socket, head, target, () => this.refuse(ex, socket, 'UPSTREAM_RESET'), {
+      answered: (status, headers, upstream) => {
+        if (ex.responseHeaderOps) applyHeaderOps(headers as OutgoingHttpHeaders, ex.responseHeaderOps);
+        tunnel.responseHeaderBytes = headerBytes(headers);
+        if (upstream) tunnel.carry(upstream.socket, upstream.headBytes, upstream.requestBytes);
+        else ex.bytesSent = Number(headers['content-length']) || 0;
+        this.answered(ex, status);
+      },
+      failed: (beforeAnswer, err) => {
+        if (failed) return;
+        failed = true;
+        if (beforeAnswer) this.opts.telemetry?.attemptEnd(ex, { failure: failureKind(err), retried: false });
+      },
+    });
+  }
+
+  /** CONNECT to the app's `tcp` port: a TCP connection, then 200 and the bytes piped. */
+  private open(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
+    this.attemptStart(ex, target, undefined);
+    const upstream = net.connect(target.port, target.host);
+    let connected = false;
+    upstream.once('connect', () => {
+      connected = true;
+      if (socket.destroyed) return void upstream.destroy();
+      ex.tunnel!.carry(upstream, 0, 0);
+      this.answered(ex, 200);
+      socket.write(CONNECTION_ESTABLISHED);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', () => {
+      if (!connected) this.unreachable(ex, socket, false);
+      else socket.destroy();
+    });
+    socket.once('close', () => upstream.destroy());
+  }
+
+  /** CONNECT through the replica's sidecar: the request re-issued with its headers, the answer relayed. */
+  private relay(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
+    const headers = upstreamHeaders(ex.req.headers, {
+      host: ex.host,
+      peer: ex.peer,
+      proto: ex.tls ? 'https' : 'http',
+      requestId: ex.requestId,
+      stripPrefixes: this.ctx.table().headers.strip,
+      keepTeTrailers: false,
+    });
+    this.attemptStart(ex, target, headers);
+    relayConnect(ex.tunnel!, socket, head, target, ex.host, headers, {
+      answered: (answer) => {
+        ex.tunnel!.responseHeaderBytes = answer.headerBytes;
+        if (answer.status < 200 || answer.status > 299) ex.bytesSent = answer.bodyBytes;
+        this.answered(ex, answer.status);
+      },
+      failed: (connected) => this.unreachable(ex, socket, connected),
+    });
+  }
+}
+
+function isInternal(target: HostTarget | undefined): boolean {
+  return target?.kind === 'internal' || target?.kind === 'internal-replica';
+}
+
+function appAddress(replica: Replica, port: PortModel | undefined): HostPort | undefined {
+  if (port) return replica.ports.get(port.number);
+  for (const address of replica.ports.values()) return address;
+  return undefined;
+}
