@@ -4,10 +4,11 @@
  * proxies; the principal of a verified client certificate, and its URL-encoded PEM when asked), the
  * destination peer (the proxy's local address and certificate principal), `request.time`, and
  * `request.http` with every header — HTTP/1.1's Host as `:authority`, plus `:method`, `:path`
- * (normalized path and query), `:scheme`, lower-case names, repeated headers joined with "," — the
- * headers the proxy itself sets before the app sees them (`x-request-id`, `x-forwarded-for`,
- * `x-forwarded-proto`), and the body prefix with `x-envoy-auth-partial-body`. Every string is
- * UTF-8-sanitized (utf8.ts). Pure apart from reading the sockets' TLS state; never throws.
+ * (normalized path and query; none for a CONNECT, whose `path` is empty), `:scheme`, lower-case
+ * names, repeated headers joined with "," — the headers the proxy itself sets before the app sees
+ * them (`x-request-id`, `x-forwarded-for`, `x-forwarded-proto`), and the body prefix with
+ * `x-envoy-auth-partial-body`. Every string is UTF-8-sanitized (utf8.ts). Pure apart from reading
+ * the sockets' TLS state; never throws.
  */
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
@@ -80,7 +81,8 @@ export function checkView(ex: Exchange, stripPrefixes: readonly string[]): Check
   const scheme = sidecar && (forwardedProto === 'http' || forwardedProto === 'https') ? forwardedProto : ex.tls ? 'https' : 'http';
   headers[':authority'] = wireString(ex.host);
   headers[':method'] = wireString(ex.req.method ?? 'GET');
-  headers[':path'] = wireString(ex.pathWithQuery);
+  // A CONNECT has no :path (its target is the authority), as Envoy sees it.
+  if (ex.req.method !== 'CONNECT') headers[':path'] = wireString(ex.pathWithQuery);
   headers[':scheme'] = scheme;
   headers['x-request-id'] = ex.requestId;
   headers['x-forwarded-proto'] = scheme;
@@ -119,7 +121,7 @@ export function buildCheckRequest(ex: Exchange, view: CheckView, opts: Attribute
     id: ex.requestId,
     method: headers[':method'],
     headers,
-    path: headers[':path'],
+    path: headers[':path'] ?? '',
     host: headers[':authority'],
     scheme: view.scheme,
     query: '',

@@ -131,8 +131,11 @@ export class ExtAuthFilter implements Filter {
       const headers: Record<string, string> = { host: ex.host, 'content-length': String(body?.bytes.length ?? 0) };
       const auth = ex.req.headers.authorization;
       if (typeof auth === 'string') headers.authorization = auth;
+      const method = ex.req.method ?? 'GET';
+      // A CONNECT's target is its authority (no path, so no prefix), as Envoy sends it on.
+      const path = method === 'CONNECT' ? ex.host : config.pathPrefix + ex.pathWithQuery;
       const result = await this.transport.client.check(
-        { method: ex.req.method ?? 'GET', path: config.pathPrefix + ex.pathWithQuery, headers, body: body?.bytes },
+        { method, path, headers, body: body?.bytes },
         config.timeoutMs,
         env.clock,
       );

@@ -1,12 +1,15 @@
 /**
  * The HTTP transport of ext_authz (Envoy's "HTTP service" mode): the original method, the path
  * prefix + original path (with query), the original Host, `authorization`, and `content-length` of
- * the body sent. One undici pool per authorization service, kept in SharedResources across
+ * the body sent; a CONNECT goes out as a CONNECT to its authority. One undici pool per authorization service, kept in SharedResources across
  * reloads. Bounded: an injected-clock timer aborts the call (headers and body) after the tag's
  * timeout, and answers above 1 MiB are refused. Transport failures resolve as error results; only
  * the caller decides what a status means (decision.ts). Nothing throws.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
 import { Pool, buildConnector } from 'undici';
 import type { Clock } from '../deps.js';
 
@@ -37,9 +40,11 @@ export class HttpAuthClient {
    * carries (undici would take SNI from it, and reconnect whenever it changes).
    */
   private readonly servername: string;
+  private readonly origin: URL;
 
-  constructor(opts: HttpAuthClientOptions) {
-    this.servername = new URL(opts.origin).hostname.replace(/^\[|\]$/g, '');
+  constructor(private readonly opts: HttpAuthClientOptions) {
+    this.origin = new URL(opts.origin);
+    this.servername = this.origin.hostname.replace(/^\[|\]$/g, '');
     const connector = buildConnector(opts.ca !== undefined ? { ca: opts.ca } : {});
     this.pool = new Pool(opts.origin, {
       connections: 128,
@@ -51,6 +56,7 @@ export class HttpAuthClient {
   }
 
   async check(request: HttpAuthRequest, timeoutMs: number, clock: Clock): Promise<HttpCallResult> {
+    if (request.method === 'CONNECT') return this.connectCheck(request, timeoutMs, clock);
     const abort = new AbortController();
     let timedOut = false;
     const timer = clock.setTimeout(() => {
@@ -84,6 +90,65 @@ export class HttpAuthClient {
     } finally {
       clock.clearTimeout(timer);
     }
+  }
+
+  /**
+   * A CONNECT is checked as Envoy sends it: `CONNECT <authority>` on a connection of its own (undici
+   * cannot send CONNECT), the answer's status, headers and a Content-Length body read, then the
+   * connection closed. Same bounds as every other check.
+   */
+  private connectCheck(request: HttpAuthRequest, timeoutMs: number, clock: Clock): Promise<HttpCallResult> {
+    return new Promise((resolve) => {
+      let settled = false;
+      const done = (result: HttpCallResult): void => {
+        if (settled) return;
+        settled = true;
+        clock.clearTimeout(timer);
+        resolve(result);
+      };
+      const tls = this.origin.protocol === 'https:';
+      const options: https.RequestOptions = {
+        host: this.servername,
+        port: this.origin.port || (tls ? 443 : 80),
+        method: 'CONNECT',
+        path: request.path,
+        headers: request.headers,
+        agent: false,
+        ...(tls ? { servername: isIP(this.servername) ? '' : this.servername, ...(this.opts.ca !== undefined ? { ca: this.opts.ca } : {}) } : {}),
+      };
+      const req = (tls ? https : http).request(options);
+      const timer = clock.setTimeout(() => {
+        done({ ok: false, reason: `timed out after ${timeoutMs} ms`, timeout: true });
+        req.destroy();
+      }, timeoutMs);
+      const answer = (res: http.IncomingMessage, socket: Readable, head: Buffer): void => {
+        const length = Number(res.headers['content-length']);
+        const want = Number.isInteger(length) && length > 0 ? length : 0;
+        if (want > MAX_RESPONSE_BYTES) {
+          socket.destroy();
+          return done({ ok: false, reason: `answer larger than ${MAX_RESPONSE_BYTES} bytes`, timeout: false });
+        }
+        const chunks: Buffer[] = head.length ? [head] : [];
+        let size = head.length;
+        const finish = (): void => {
+          socket.destroy();
+          done({ ok: true, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).subarray(0, want) });
+        };
+        if (size >= want) return finish();
+        socket.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          size += chunk.length;
+          if (size >= want) finish();
+        });
+        socket.on('end', finish);
+        socket.on('error', finish);
+      };
+      req.on('connect', answer);
+      // Node hands every answer to a CONNECT to 'connect'; an ordinary response is read the same way.
+      req.on('response', (res) => answer(res, res, Buffer.alloc(0)));
+      req.on('error', (err: Error & { code?: string }) => done({ ok: false, reason: err.code ? `${err.code}: ${err.message}` : err.message, timeout: false }));
+      req.end();
+    });
   }
 
   close(): Promise<void> {

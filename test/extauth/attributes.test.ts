@@ -87,3 +87,14 @@ t.test('the CheckRequest object', async (t) => {
   const same = fakeExchange({ rawHeaders: [], clientAddress: '10.0.0.2' });
   t.equal((buildCheckRequest(same, checkView(same, []), { includePeerCert: false, packAsBytes: false, stripPrefixes: [], now: 0 }, undefined) as any).attributes.source.address.socket_address.port_value, 5555, 'the peer itself: its port');
 });
+
+t.test('a CONNECT: method CONNECT, no :path, an empty path, the authority as host', async (t) => {
+  const ex = fakeExchange({ rawHeaders: ['Host', 'db.example:5432'], host: 'db.example:5432', path: '', query: '', pathWithQuery: '' });
+  (ex.req as { method: string }).method = 'CONNECT';
+  const view = checkView(ex, []);
+  t.notOk(':path' in view.headers);
+  t.equal(view.headers[':method'], 'CONNECT');
+  t.equal(view.headers[':authority'], 'db.example:5432');
+  const http = (buildCheckRequest(ex, view, { includePeerCert: false, packAsBytes: false, stripPrefixes: [], now: 0 }, undefined).attributes as { request: { http: Record<string, unknown> } }).request.http;
+  t.match(http, { method: 'CONNECT', path: '', host: 'db.example:5432' });
+});
