@@ -2,13 +2,16 @@
  * `ok_response.response_headers_to_add` meets the app's own response headers as Envoy's
  * `HeaderValueOption` says: `append: true` adds another value next to the app's (a second header
  * line), `append: false` or neither field set replaces it, and without `append` the `append_action`
- * decides (ADD_IF_ABSENT, OVERWRITE_IF_EXISTS, OVERWRITE_IF_EXISTS_OR_ADD). A real app, a real
- * ingress and a real authorization server built from Envoy's own protos.
+ * decides (ADD_IF_ABSENT, OVERWRITE_IF_EXISTS, OVERWRITE_IF_EXISTS_OR_ADD) — on the app's answer, a
+ * local reply and the 101 of a WebSocket upgrade. A real app, a real ingress and a real
+ * authorization server built from Envoy's own protos.
  */
 import t from 'tap';
 import http from 'node:http';
 import { ALIAS, records, startHttpServer, startPlane } from '../helpers/harness.js';
 import { allow, startGrpcAuth } from '../fixtures/extauth/servers.js';
+import { rawConnect, startWsApp, upgradeRequest } from '../fixtures/tunnels.js';
+import { readHead } from '../fixtures/ws.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
 
@@ -93,4 +96,26 @@ t.test('response_headers_to_add also reach a local reply after an allowed check'
   const res = await get(plane.port, '/');
   t.equal(res.status, 503);
   t.same(lines(res.raw, 'x-auth'), ['one', 'two']);
+});
+
+t.test('response_headers_to_add reach the 101 of an allowed WebSocket upgrade, over the app\'s', async (t) => {
+  const ws = await startWsApp(t);
+  const auth = await startGrpcAuth(t, () => allow({
+    response_headers_to_add: [
+      { header: { key: 'x-auth', value: 'yes' } },
+      { header: { key: 'x-upstream-path', value: 'replaced' }, append_action: 'OVERWRITE_IF_EXISTS' },
+    ],
+  }));
+  const plane = await startPlane(t, records({
+    replicas: { 'aws-us-east-2': [`127.0.0.1:${ws.port}`] },
+    tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': auth.port, 'svc/externalAuthScheme': 'http' },
+  }));
+  await plane.ready();
+  const socket = await rawConnect(t, plane.port);
+  socket.write(upgradeRequest(CANONICAL, '/chat'));
+  const head = await readHead(socket);
+  t.equal(head.status, 101);
+  t.equal(head.headers['x-auth'], 'yes');
+  t.equal(head.headers['x-upstream-path'], 'replaced', 'the app\'s header, overwritten');
+  t.ok(head.headers['sec-websocket-accept'], 'the app\'s handshake headers are kept');
 });
