@@ -1,15 +1,15 @@
 /**
  * The gRPC client of a rate-limit service: `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`
- * over TLS (scheme https, system roots, SNI = the address) or cleartext (scheme http). One client per
- * target, kept across reloads in the data plane's `SharedResources`. Every call is bounded: the
+ * over TLS (scheme https: Node's roots plus NODE_EXTRA_CA_CERTS, SNI = the address) or cleartext (scheme
+ * http), through the lean unary client in src/grpc/unary.ts. One client per target, kept across
+ * reloads in the data plane's `SharedResources`. Every call is bounded: the
  * injected clock cancels it after `timeoutMs` (and the same deadline travels to the server as
  * `grpc-timeout`). A call fails with a `RateLimitCallError`: unreachable service, deadline, a non-OK
  * gRPC status, or a malformed answer; the filter decides between fail-open and fail-closed.
  */
-import { filterServiceChannelOptions } from '../proxy/grpc-options.js';
-import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../deps.js';
-import { SERVICE_NAME, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
+import { Status, UnaryChannel } from '../grpc/unary.js';
+import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
 
 export interface RateLimitTarget {
   readonly host: string;
@@ -33,50 +33,43 @@ export function targetKey(target: RateLimitTarget): string {
   return `ratelimit:${target.tls ? 'https' : 'http'}://${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
 }
 
-type UnaryMethod = (
-  request: RateLimitRequest,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (error: grpc.ServiceError | null, response?: RateLimitResponse) => void,
-) => grpc.ClientUnaryCall;
+interface Codec {
+  serialize(value: RateLimitRequest): Buffer;
+  deserialize(bytes: Buffer): RateLimitResponse;
+}
 
-let ClientCtor: grpc.ServiceClientConstructor | undefined;
+let codec: Codec | undefined;
 
-const CHANNEL_OPTIONS = filterServiceChannelOptions(1024 * 1024);
+function rlsCodec(): Codec {
+  if (!codec) {
+    const method = serviceDefinition().ShouldRateLimit!;
+    codec = {
+      serialize: method.requestSerialize as (value: RateLimitRequest) => Buffer,
+      deserialize: method.responseDeserialize as (bytes: Buffer) => RateLimitResponse,
+    };
+  }
+  return codec;
+}
 
 export function grpcRateLimitClient(target: RateLimitTarget, clock: Clock): RateLimitClient {
-  ClientCtor ??= grpc.makeClientConstructor(serviceDefinition(), SERVICE_NAME);
-  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
-  const credentials = target.tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure();
-  const client = new ClientCtor(`${host}:${target.port}`, credentials, CHANNEL_OPTIONS) as unknown as grpc.Client & { ShouldRateLimit: UnaryMethod };
+  const { serialize, deserialize } = rlsCodec();
+  const channel = new UnaryChannel({ host: target.host, port: target.port, tls: target.tls, maxResponseBytes: 1024 * 1024, clock });
   return {
-    shouldRateLimit(request, timeoutMs) {
-      return new Promise((resolve, reject) => {
-        let settled = false;
-        const deadline = new Date(clock.wallNow() + timeoutMs);
-        const call = client.ShouldRateLimit(request, new grpc.Metadata(), { deadline }, (error, response) => {
-          if (settled) return;
-          settled = true;
-          clock.clearTimeout(timer);
-          if (error) {
-            const reason = error.code === grpc.status.DEADLINE_EXCEEDED ? 'timeout' : error.code === grpc.status.UNAVAILABLE ? 'unavailable' : 'status';
-            reject(new RateLimitCallError(reason, `rate limit service: ${error.details || error.message}`, error.code));
-          } else if (!response) {
-            reject(new RateLimitCallError('malformed', 'rate limit service: empty answer'));
-          } else {
-            resolve(response);
-          }
-        });
-        const timer = clock.setTimeout(() => {
-          if (settled) return;
-          settled = true;
-          call.cancel();
-          reject(new RateLimitCallError('timeout', `rate limit service: no answer within ${timeoutMs} ms`, grpc.status.DEADLINE_EXCEEDED));
-        }, timeoutMs);
-      });
+    async shouldRateLimit(request, timeoutMs) {
+      const result = await channel.call(SHOULD_RATE_LIMIT_PATH, serialize(request), timeoutMs);
+      if (!result.ok) {
+        if (result.timeout) throw new RateLimitCallError('timeout', `rate limit service: no answer within ${timeoutMs} ms`, Status.DEADLINE_EXCEEDED);
+        const reason = result.code === Status.DEADLINE_EXCEEDED ? 'timeout' : result.code === Status.UNAVAILABLE ? 'unavailable' : 'status';
+        throw new RateLimitCallError(reason, `rate limit service: ${result.message}`, result.code);
+      }
+      try {
+        return deserialize(result.message);
+      } catch (err) {
+        throw new RateLimitCallError('malformed', `rate limit service: undecodable answer: ${(err as Error).message}`);
+      }
     },
     close() {
-      client.close();
+      channel.close();
     },
   };
 }
