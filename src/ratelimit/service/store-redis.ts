@@ -147,6 +147,9 @@ export class RedisStore implements Store {
       connectTimeout: opts.connectTimeoutMs ?? 3000,
       retryStrategy: (times) => Math.min(100 * times, 1000),
       reconnectOnError: () => false,
+      // Checks arriving in one event-loop turn go out as one write (one pipeline) instead of a
+      // write each: the socket write was a quarter of the service's time under load.
+      enableAutoPipelining: true,
     };
     let redis: Redis;
     try {
