@@ -257,6 +257,7 @@ export class DataPlane implements ExchangeObserver {
     if (!route) return ex.reply({ code: 'NO_ROUTE' });
     const workload = route.workload;
     ex.workload = workload;
+    this.opts.telemetry?.routed?.(ex);
     if (caller && isInternal(target) && !internalFirewall(workload)(caller)) return ex.reply({ code: 'FIREWALL_BLOCKED' });
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], gvc?.trustedProxies ?? 0);
@@ -512,6 +513,7 @@ export class DataPlane implements ExchangeObserver {
     const workload = table.snapshot.workloads.get(identity.workload);
     if (!workload) return ex.reply({ code: 'NO_ROUTE' });
     ex.workload = workload;
+    this.opts.telemetry?.routed?.(ex);
     ex.location = identity.location;
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], (gvc?.trustedProxies ?? 0) + 1);

@@ -25,6 +25,8 @@ export interface RequestTelemetry {
   update(snapshot: Snapshot): void;
   /** The request arrived (workload not known yet). */
   requestStart(exchange: Exchange, role: Role): void;
+  /** The request's workload is known (`exchange.workload` set), in the request's first tick. */
+  routed?(exchange: Exchange): void;
   /** An upstream attempt is about to be sent with these headers (mutable). */
   attemptStart(exchange: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void;
   attemptEnd(exchange: Exchange, end: AttemptEnd): void;

@@ -215,16 +215,16 @@ export class Telemetry implements RequestTelemetry {
   // ---- per request -----------------------------------------------------------------------------
 
   requestStart(ex: Exchange, _role: Role): void {
-    if (!this.active) return;
-    if (!this.logging) {
-      // The state is made only if the workload, once known, traces or logs.
-      ex.telemetry = this;
-      return;
-    }
-    const st = new RequestState(this);
-    ex.telemetry = st;
-    // A tunnel's payload is counted off its upstream socket when it closes (proxy/tunnel.ts).
-    if (ex.tunnel === undefined) this.countBody(ex, st);
+    // The state is made only if the workload, once known, traces or logs.
+    if (this.active) ex.telemetry = this;
+  }
+
+  routed(ex: Exchange): void {
+    if (ex.telemetry !== this || !this.logging) return;
+    const st = this.state(ex);
+    // Only a workload with an access log counts its request body (a tunnel's payload is counted off
+    // its upstream socket when it closes, proxy/tunnel.ts).
+    if (st?.als && ex.tunnel === undefined && st.requestBodyBytes < 0) this.countBody(ex, st);
   }
 
   /**
@@ -235,7 +235,9 @@ export class Telemetry implements RequestTelemetry {
     const req = ex.req as unknown as Readable & { push(chunk: unknown, encoding?: BufferEncoding): boolean };
     const push = req.push;
     const clock = this.clock;
-    st.requestBodyBytes = 0;
+    // Routing happens in the request's first tick, before the parser hands over any body bytes;
+    // whatever is buffered already (nothing has read it yet) counts too.
+    st.requestBodyBytes = req.readableLength;
     req.push = function countingPush(this: Readable, chunk: unknown, encoding?: BufferEncoding): boolean {
       if (chunk === null) st.lastRxAt = clock.now();
       else if (chunk) st.requestBodyBytes += (chunk as { length: number }).length;
