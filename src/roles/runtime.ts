@@ -143,7 +143,14 @@ export class Runtime {
     runtime.applyDeployments(store.current);
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
     if (opts.watch !== false && opts.configPaths?.length) store.watch();
-    await runtime.bind();
+    try {
+      await runtime.bind();
+    } catch (err) {
+      // A port in use, a certificate that cannot be read: release what started (the watcher, probe
+      // and sampling timers, listeners already bound) so the caller can exit instead of hanging.
+      await runtime.stop(0);
+      throw err;
+    }
     return runtime;
   }
 
