@@ -35,6 +35,8 @@ export interface ConfigStoreOptions {
 
 interface Events {
   change: [snapshot: Snapshot];
+  /** A reload was rejected; the last good snapshot stays in force. */
+  rejected: [errors: readonly string[]];
 }
 
 
@@ -101,6 +103,7 @@ export class ConfigStore extends EventEmitter<Events> {
       this.errorAt = new Date((this.options.now ?? Date.now)());
       for (const line of result.errors) logger.error(`configuration rejected: ${line}`);
       logger.error({ errors: result.errors.length, generation: this.snapshot.generation }, 'configuration rejected: keeping the last good one');
+      this.emit('rejected', this.errors);
       return false;
     }
     this.snapshot = result.snapshot;

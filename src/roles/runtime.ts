@@ -142,6 +142,7 @@ export class Runtime {
     prober.start();
     runtime.applyDeployments(store.current);
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
+    store.on('rejected', () => metrics.configReloads.labels('rejected').inc());
     if (opts.watch !== false && opts.configPaths?.length) store.watch();
     try {
       await runtime.bind();
