@@ -1,7 +1,10 @@
 /**
  * Prometheus metrics of one process (prom-client, its own registry so tests can run several data
  * planes in one process). Counters are named `svcproxy_<component>_<outcome>`. Request counting uses
- * cached label children so the hot path does no label hashing.
+ * cached label children so the hot path does no label hashing. Under `--workers` the primary sums the
+ * workers' registries (prom-client's `aggregator` per metric says how: counters add up, the
+ * ready-replica gauge takes the lowest worker view), and each worker adds its request count under
+ * its own `worker` label.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -24,7 +27,13 @@ export class Metrics {
   private readonly requestCounts = new Map<string, Map<string, number[]>>();
   private readonly latencyChildren = new Map<string, { observe(value: number): void }>();
 
-  constructor(opts: { defaultMetrics?: boolean; connections?: () => number; readyReplicas?: () => Iterable<readonly [workload: string, location: string, ready: number]> } = {}) {
+  constructor(opts: {
+    defaultMetrics?: boolean;
+    connections?: () => number;
+    readyReplicas?: () => Iterable<readonly [workload: string, location: string, ready: number]>;
+    /** A `--workers` worker's slot: adds `svcproxy_worker_requests_total{worker}`. */
+    worker?: string;
+  } = {}) {
     const registers = [this.registry];
     const requestCounts = this.requestCounts;
     this.requests = new Counter({
@@ -71,6 +80,8 @@ export class Metrics {
       help: 'Ready replicas per workload and location',
       labelNames: ['workload', 'location'],
       registers,
+      // Each worker probes on its own; across workers, the replicas every worker sees ready.
+      aggregator: 'min',
       collect() {
         if (!readyReplicas) return;
         this.reset();
@@ -89,6 +100,21 @@ export class Metrics {
       labelNames: ['workload'],
       registers,
     });
+    const worker = opts.worker;
+    if (worker !== undefined) {
+      new Counter({
+        name: 'svcproxy_worker_requests_total',
+        help: 'Requests answered by each worker (--workers)',
+        labelNames: ['worker'],
+        registers,
+        collect() {
+          let total = 0;
+          for (const byLocation of requestCounts.values()) for (const counts of byLocation.values()) for (const n of counts) total += n;
+          this.reset();
+          this.inc({ worker }, total);
+        },
+      });
+    }
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'svcproxy_process_' });
   }
 

@@ -6,12 +6,17 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Metrics } from './metrics.js';
 
 export interface AdminState {
   ready(): boolean;
-  /** The effective configuration, already redacted. */
+  /** The effective configuration, already redacted (a promise when it is gathered from workers). */
   config(): unknown;
+}
+
+/** What `/metrics` serves: one process's `Metrics`, or the sum over `--workers` workers. */
+export interface MetricsSource {
+  text(): Promise<string>;
+  readonly registry: { readonly contentType: string };
 }
 
 export interface AdminServer {
@@ -36,7 +41,7 @@ export function redact(value: unknown): unknown {
   return out;
 }
 
-export async function startAdmin(host: string, port: number, metrics: Metrics, state: AdminState): Promise<AdminServer> {
+export async function startAdmin(host: string, port: number, metrics: MetricsSource, state: AdminState): Promise<AdminServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, type: string, body: string): void => {
@@ -55,7 +60,13 @@ export async function startAdmin(host: string, port: number, metrics: Metrics, s
         );
         return;
       case '/config':
-        return send(200, 'application/json', JSON.stringify(state.config(), null, 2) + '\n');
+        Promise.resolve()
+          .then(() => state.config())
+          .then(
+            (config) => send(200, 'application/json', JSON.stringify(config, null, 2) + '\n'),
+            (err: Error) => send(500, 'text/plain', `config failed: ${err.message}\n`),
+          );
+        return;
       default:
         return send(404, 'application/json', JSON.stringify({ status: 404, message: 'no route', code: 'NO_ROUTE', details: {}, id: '' }));
     }

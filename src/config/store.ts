@@ -7,6 +7,10 @@
  * are debounced (100 ms) into one reload, and reloads run one at a time. SIGHUP is wired by the CLI
  * to `reload()`. `open()` throws a `ConfigError` when the first load is invalid.
  *
+ * A follower store (`follow()`, a `--workers` cluster worker) reads no files: it compiles the record
+ * sets its primary already validated, each with the primary's generation, and logs nothing of its
+ * own, so a reload is reported once however many workers apply it.
+ *
  * A reload in which a file that held records now holds none (it exists, but is empty or only
  * comments) is rejected too: that is what a file looks like while an editor or `echo >` rewrites it
  * in place, and applying it would remove every route it held. To remove a file's records, delete
@@ -62,6 +66,37 @@ export class ConfigStore extends EventEmitter<Events> {
     const store = new ConfigStore(options, result);
     store.logLoaded(result.snapshot);
     return store;
+  }
+
+  /**
+   * A store that holds what another process validated: `records` compiled with `generation`.
+   * Throws a `ConfigError` if they do not compile (they passed the same pipeline there).
+   */
+  static follow(options: { records: readonly RecordInput[]; generation: number; settings: Settings; logger: Logger }): ConfigStore {
+    const result = compileRecords(options.records, options.settings, options.generation);
+    if (!result.ok) throw new ConfigError(result.errors, result.warnings);
+    return new ConfigStore({ settings: options.settings, logger: options.logger }, { ...result, perFile: new Map() });
+  }
+
+  /**
+   * A follower's reload: swap in `records` at `generation` and emit `change`. An older or equal
+   * generation is ignored (`false`); records that do not compile keep the current snapshot.
+   */
+  adopt(records: readonly RecordInput[], generation: number): boolean {
+    if (generation <= this.snapshot.generation) return false;
+    const result = compileRecords(records, this.options.settings ?? defaultSettings, generation);
+    if (!result.ok) {
+      // Cannot happen for records the primary compiled; kept safe rather than trusted.
+      this.options.logger.error({ generation, errors: result.errors }, 'configuration from the primary rejected: keeping the last good one');
+      return false;
+    }
+    this.snapshot = result.snapshot;
+    try {
+      this.emit('change', result.snapshot);
+    } catch (e) {
+      this.options.logger.error({ err: e }, 'configuration change listener failed');
+    }
+    return true;
   }
 
   get current(): Snapshot {

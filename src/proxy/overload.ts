@@ -63,6 +63,8 @@ export class OverloadGuard {
       name: 'svcproxy_overload_event_loop_delay_seconds',
       help: 'Event-loop delay at the last sample',
       registers,
+      // Under --workers: the most delayed worker.
+      aggregator: 'max',
       collect() {
         this.set(guard.lastDelayMs / 1000);
       },

@@ -59,6 +59,10 @@ export interface RuntimeOptions {
    * past which new requests are shed (`--max-event-loop-delay`; 0: never). Absent: the defaults.
    */
   readonly limits?: ListenerLimits & { readonly maxEventLoopDelayMs?: number };
+  /** A store opened by the caller (a `--workers` cluster worker follows its primary's); `configPaths` and `records` are then unused. */
+  readonly store?: ConfigStore;
+  /** The `--workers` slot this process serves, for the per-worker metric (src/cluster). */
+  readonly worker?: string;
 }
 
 /**
@@ -103,7 +107,7 @@ export class Runtime {
       random: opts.deps?.random ?? Math.random,
       logger: opts.deps?.logger ?? opts.logger,
     };
-    const store = await ConfigStore.open({
+    const store = opts.store ?? await ConfigStore.open({
       ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
       ...(opts.records ? { records: opts.records } : {}),
       settings: opts.settings,
@@ -114,6 +118,7 @@ export class Runtime {
       defaultMetrics: true,
       connections: () => runtime?.openConnections() ?? 0,
       readyReplicas: () => runtime?.readyCounts() ?? [],
+      ...(opts.worker !== undefined ? { worker: opts.worker } : {}),
     });
     const own = opts.location;
     const replicas = new ReplicaRegistry();
