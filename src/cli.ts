@@ -18,6 +18,9 @@ import { waitForSignals } from './roles/signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
 import { runLogs } from './logs/index.js';
 import { parseDuration } from './config/values.js';
+import { availableParallelism } from 'node:os';
+import cluster from 'node:cluster';
+import { parseWorkers, runClustered } from './cluster/index.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },
@@ -52,6 +55,7 @@ const OPTIONS = {
   'max-requests-per-connection': { type: 'string' },
   'max-concurrent-streams': { type: 'string' },
   'max-event-loop-delay': { type: 'string' },
+  workers: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   debug: { type: 'boolean', short: 'd' },
   help: { type: 'boolean', short: 'h' },
@@ -98,6 +102,8 @@ Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DO
   --max-concurrent-streams N       HTTP/2 streams per connection (default 1000)
   --max-event-loop-delay D         shed new requests (503 overloaded) while the event loop lags
                           more than this (default 250ms; 0: never)
+  --workers N|auto        ingress, sidecar: N processes share the listeners (default 1;
+                          auto: one per core); see README "Multiple cores"
   --output, -o FORMAT     text | json | yaml
   --verbose, -v           debug logs     --debug, -d   trace logs
   --help, -h
@@ -159,6 +165,18 @@ export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
   return Object.keys(given).length > 0 ? given : undefined;
 }
 
+/** `--workers`: 1 (one process, no cluster) unless asked; `auto` is one per core. */
+export function workersFrom(flags: Flags): number {
+  const n = parseWorkers(flags.workers, availableParallelism);
+  if (typeof n !== 'number') throw new UsageError(n.error);
+  return n;
+}
+
+/** `up` and `ratelimit` keep their state in one process (README, "Multiple cores"). */
+function singleProcessOnly(command: string, flags: Flags): void {
+  if (workersFrom(flags) > 1) throw new UsageError(`svcproxy ${command} runs in one process: --workers is for ingress and sidecar`);
+}
+
 function loggerFrom(flags: Flags, sync = false): Logger {
   const level = flags['log-level'] ?? (flags.debug ? 'trace' : flags.verbose ? 'debug' : 'info');
   return createLogger({ level, sync });
@@ -186,6 +204,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'endpoints':
         return await endpoints(flags);
       case 'up':
+        singleProcessOnly('up', flags);
         return await runUp(flags, settingsFrom(flags), loggerFrom(flags));
       case 'ingress':
         return await runRole('ingress', flags);
@@ -194,6 +213,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'logs':
         return await runLogs(flags);
       case 'ratelimit':
+        singleProcessOnly('ratelimit', flags);
         return await runRateLimitService(flags, loggerFrom(flags));
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
@@ -287,6 +307,8 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
       app: flags.app,
     };
   }
+  const workers = workersFrom(flags);
+  if (workers > 1 || cluster.isWorker) return runClustered(options, workers, graceMs);
   const runtime = await Runtime.start(options);
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
