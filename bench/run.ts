@@ -432,6 +432,7 @@ function httpRows(tools: Record<string, string | undefined>): BenchRow[] {
 function httpSection(tools: Record<string, string | undefined>): SectionSpec {
   const rows: BenchRow[] = [
     ...httpRows(tools),
+    { key: 'workers', name: 'svcproxy sidecar, no tags, --workers 2 (primary + 2 workers)', proxy: ['sc-workers'], target: (f) => ({ port: f.ports['sc-workers'] }) },
     { key: 'chain', name: 'svcproxy ingress → sidecar → app (2 processes)', proxy: ['ingress', 'sc-chain'], target: (f) => ({ port: f.ports.ingress, host: hostOf('chain') }) },
     {
       key: 'guarded',
@@ -1102,7 +1103,6 @@ async function main(): Promise<number> {
   const skipped: string[] = [...tools.notes];
   if (!tools.found.wrk) skipped.push('wrk is missing: every wrk-driven table (HTTP/1.1, 1 MiB bodies, 10k workloads, profiles) is skipped');
   if (!tools.found.h2load) skipped.push('h2load is missing: the HTTP/2 table is skipped');
-  skipped.push('`--workers N` is not implemented in svcproxy yet: no multi-worker rows.');
 
   const sections: SectionResult[] = [];
   let scale: ScaleResult | undefined;

@@ -34,7 +34,7 @@ export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp'
 const PORT_NAMES = [
   'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'als', 'als-stats', 'ratelimit', 'ratelimit-admin',
   'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify',
-  'sc-plain', 'sc-plain-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
+  'sc-plain', 'sc-plain-admin', 'sc-workers', 'sc-workers-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
   'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
   'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
   'redis', 'rls-mem', 'rls-mem-admin', 'rls-redis', 'rls-redis-admin', 'rls-redis-b', 'rls-redis-b-admin',
@@ -133,11 +133,11 @@ export class Fleet {
   private async start(name: string): Promise<Handle> {
     const p = this.ports;
     const app = `127.0.0.1:${p['up-http']}`;
-    type SidecarKey = 'sc-plain' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc' | 'sc-limited' | 'sc-authed' | 'sc-logged' | 'sc-als';
-    const sidecar = async (key: SidecarKey, workload: string, appAddr: string, deps: string[], gvc = GVC, logLevel?: string, records = this.config.records): Promise<Handle> => {
+    type SidecarKey = 'sc-plain' | 'sc-workers' | 'sc-chain' | 'sc-guarded' | 'sc-traced' | 'sc-h2' | 'sc-grpc' | 'sc-limited' | 'sc-authed' | 'sc-logged' | 'sc-als';
+    const sidecar = async (key: SidecarKey, workload: string, appAddr: string, deps: string[], gvc = GVC, logLevel?: string, records = this.config.records, extra: string[] = []): Promise<Handle> => {
       await Promise.all(deps.map((d) => this.get(d)));
       const svc = launchSvc({
-        name: key, role: 'sidecar', args: sidecarArgs([records], workload, appAddr, gvc),
+        name: key, role: 'sidecar', args: [...sidecarArgs([records], workload, appAddr, gvc), ...extra],
         port: p[key], adminPort: p[`${key}-admin`], logDir: this.logDir, ...(logLevel ? { logLevel } : {}),
       });
       await waitReady(svc);
@@ -205,6 +205,9 @@ export class Fleet {
       }
       case 'sc-plain':
         return sidecar('sc-plain', 'plain', app, ['up-http']);
+      case 'sc-workers':
+        // The same sidecar as sc-plain in cluster mode: a primary (admin, config) and two workers.
+        return sidecar('sc-workers', 'plain', app, ['up-http'], GVC, undefined, this.config.records, ['--workers', '2']);
       case 'sc-chain':
         return sidecar('sc-chain', 'chain', app, ['up-http']);
       case 'sc-guarded':
