@@ -16,6 +16,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { percentiles, Samples } from '../lib/stats.js';
+import { eachField } from '../lib/wire.js';
 
 const [portsArg, domain, key, concurrencyArg, secondsArg, channelsArg, keysArg] = process.argv.slice(2);
 const ports = portsArg!.split(',').map(Number);
@@ -31,52 +32,14 @@ const identity = (b: Buffer): Buffer => b;
 
 const request = (i: number): Buffer => method.requestSerialize({ domain, descriptors: [{ entries: [{ key, value: `u${i}` }] }] });
 
-/** A protobuf varint at `at`: its value and the offset after it. */
-function varint(buf: Buffer, at: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (at >= buf.length) throw new Error('truncated varint');
-    const b = buf[at++]!;
-    value += (b & 0x7f) * scale;
-    if (b < 0x80) return [value, at];
-    scale *= 128;
-  }
-}
-
 /** The top-level fields of a message: number → list of (varint value | length-delimited bytes). */
 function fields(buf: Buffer): Map<number, (number | Buffer)[]> {
   const out = new Map<number, (number | Buffer)[]>();
-  let at = 0;
-  while (at < buf.length) {
-    let tag: number;
-    [tag, at] = varint(buf, at);
-    const list = out.get(Math.floor(tag / 8)) ?? [];
-    out.set(Math.floor(tag / 8), list);
-    switch (tag & 7) {
-      case 0: {
-        let v: number;
-        [v, at] = varint(buf, at);
-        list.push(v);
-        break;
-      }
-      case 1:
-        at += 8;
-        break;
-      case 5:
-        at += 4;
-        break;
-      case 2: {
-        let len: number;
-        [len, at] = varint(buf, at);
-        list.push(buf.subarray(at, at + len));
-        at += len;
-        break;
-      }
-      default:
-        throw new Error(`wire type ${tag & 7} not expected`);
-    }
-  }
+  eachField(buf, (field, value) => {
+    const list = out.get(field) ?? [];
+    list.push(value);
+    out.set(field, list);
+  });
   return out;
 }
 

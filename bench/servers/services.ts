@@ -21,6 +21,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { identity } from '../lib/grpc-echo.js';
+import { eachField } from '../lib/wire.js';
 
 const [kind, portArg, statsArg] = process.argv.slice(2);
 const stats = { calls: 0, bytes: 0, entries: 0, streams: 0 };
@@ -122,19 +123,6 @@ if (kind === 'authz') {
 
 process.on('SIGTERM', () => process.exit(0));
 
-/** A protobuf varint at `at`: its value and the offset after it. */
-function varint(buf: Buffer, at: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (at >= buf.length) throw new Error('truncated varint');
-    const b = buf[at++]!;
-    value += (b & 0x7f) * scale;
-    if (b < 0x80) return [value, at];
-    scale *= 128;
-  }
-}
-
 /**
  * Occurrences of field `inner` in the length-delimited fields `outer` of a message (tag by tag, the
  * values skipped by wire type): in a StreamAccessLogsMessage, the entries of `http_logs` (field 2,
@@ -142,36 +130,8 @@ function varint(buf: Buffer, at: number): [number, number] {
  */
 function httpLogEntries(buf: Buffer, outer = 2, inner = 1): number {
   let count = 0;
-  const walk = (from: number, to: number, onField: (field: number, start: number, end: number) => void): void => {
-    let at = from;
-    while (at < to) {
-      let tag: number;
-      [tag, at] = varint(buf, at);
-      const field = Math.floor(tag / 8);
-      switch (tag & 7) {
-        case 0:
-          [, at] = varint(buf, at);
-          break;
-        case 1:
-          at += 8;
-          break;
-        case 5:
-          at += 4;
-          break;
-        case 2: {
-          let len: number;
-          [len, at] = varint(buf, at);
-          onField(field, at, at + len);
-          at += len;
-          break;
-        }
-        default:
-          throw new Error(`wire type ${tag & 7} not expected`);
-      }
-    }
-  };
-  walk(0, buf.length, (field, start, end) => {
-    if (field === outer) walk(start, end, (f) => void (f === inner && count++));
+  eachField(buf, (field, value) => {
+    if (field === outer && Buffer.isBuffer(value)) eachField(value, (f) => void (f === inner && count++));
   });
   return count;
 }

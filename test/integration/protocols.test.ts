@@ -16,6 +16,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { WebSocket, Agent } from 'undici';
 import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, waitFor, type TapLike } from '../helpers/harness.js';
 import { acceptKey, readAll, readBytes, readHead, wsUpgradeHandler } from '../fixtures/ws.js';
+import { rawConnect } from '../fixtures/tunnels.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 const LOCATION = 'aws-us-west-2';
@@ -400,17 +401,6 @@ function upgradeRequest(host: string, pathname: string, key: string, extra = '')
   );
 }
 
-async function rawConnect(t: TapLike, port: number): Promise<net.Socket> {
-  const socket = net.connect(port, '127.0.0.1');
-  t.teardown(() => {
-    socket.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    socket.once('connect', resolve);
-    socket.once('error', reject);
-  });
-  return socket;
-}
 
 t.test('WebSocket upgrades', { timeout: 30_000 }, async (t) => {
   const upgrades: http.IncomingMessage[] = [];

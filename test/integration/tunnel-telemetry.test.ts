@@ -17,7 +17,7 @@ import { Registry } from 'prom-client';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
 import { createTelemetry } from '../../src/tracing/index.js';
 import { silentLogger } from '../../src/log.js';
-import { ALIAS, records, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
+import { ALIAS, records, startHttpServer, startPlane } from '../helpers/harness.js';
 import { PARENT_ID, TRACE_ID, startOtlpGrpc, tracingSpec, waitForSpans, type ReceivedSpan } from '../tracing/fixtures.js';
 import { accessLog, cluster, startAlsServer, waitUntil } from '../accesslog/fixtures.js';
 import { readBytes, readHead, readAll } from '../fixtures/ws.js';
