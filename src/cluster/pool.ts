@@ -12,6 +12,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { Snapshot } from '../config/model.js';
+import { systemClock, type Clock, type Timer } from '../deps.js';
 import { restartDelay, type BackoffOptions } from '../local/process.js';
 import { isMessage, type BoundListener, type Question, type ToPrimary, type ToWorker } from './messages.js';
 
@@ -32,6 +33,8 @@ export interface PoolOptions {
   readonly killAfterMs?: number;
   /** Told about every restart (for metrics). */
   readonly onRestart?: () => void;
+  /** Timers and the run time that resets the backoff (real time by default). */
+  readonly clock?: Clock;
 }
 
 /** What `/config` shows of each slot. */
@@ -53,7 +56,7 @@ interface Slot {
   startedAt: number;
   nextDelayMs: number;
   restarts: number;
-  timer: NodeJS.Timeout | undefined;
+  timer: Timer | undefined;
   listeners: readonly BoundListener[];
 }
 
@@ -69,8 +72,10 @@ export class WorkerPool {
   private nextId = 0;
   private stopping = false;
   private startup: { resolve: () => void; reject: (err: Error) => void } | undefined;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: PoolOptions) {
+    this.clock = opts.clock ?? systemClock;
     const backoff = opts.backoff ?? WORKER_BACKOFF;
     this.slots = Array.from({ length: opts.count }, (_, index) => ({
       index, worker: undefined, greeted: false, ready: false, generation: 0, startedAt: 0, nextDelayMs: backoff.initialMs, restarts: 0, timer: undefined, listeners: [],
@@ -115,21 +120,21 @@ export class WorkerPool {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     for (const slot of this.slots) {
-      clearTimeout(slot.timer);
+      this.clock.clearTimeout(slot.timer);
       slot.timer = undefined;
       slot.ready = false;
       if (slot.worker) this.send(slot.worker, { svcproxy: 'drain', graceMs });
     }
     const live = [...this.exits.values()];
     if (live.length === 0) return;
-    const killer = setTimeout(() => {
+    const killer = this.clock.setTimeout(() => {
       for (const w of this.exits.keys()) {
         this.opts.logger.warn({ pid: w.process.pid }, 'worker still running past the grace period: killing it');
         w.process.kill('SIGKILL');
       }
     }, graceMs + (this.opts.killAfterMs ?? 5000));
     await Promise.all(live);
-    clearTimeout(killer);
+    this.clock.clearTimeout(killer);
   }
 
   private fork(slot: Slot): void {
@@ -140,7 +145,7 @@ export class WorkerPool {
     slot.greeted = false;
     slot.ready = false;
     slot.generation = 0;
-    slot.startedAt = Date.now();
+    slot.startedAt = this.clock.now();
     this.exits.set(worker, new Promise<void>((resolve) => worker.once('exit', () => resolve())));
     worker.on('message', (m: unknown) => {
       if (isMessage<ToPrimary>(m)) this.onMessage(slot, worker, m);
@@ -212,28 +217,28 @@ export class WorkerPool {
     if (this.startup) {
       // A worker that failed said why ('failed' comes before its exit); this is the one that did not.
       const startup = this.startup;
-      setTimeout(() => {
+      this.clock.setTimeout(() => {
         if (this.startup === startup) this.failStartup(new Error(`worker ${slot.index} exited (${signal ?? `code ${code}`}) before it was ready`));
       }, 100);
       return;
     }
     const backoff = this.opts.backoff ?? WORKER_BACKOFF;
-    const { delayMs, nextMs } = restartDelay(slot.nextDelayMs, Date.now() - slot.startedAt, backoff);
+    const { delayMs, nextMs } = restartDelay(slot.nextDelayMs, this.clock.now() - slot.startedAt, backoff);
     slot.nextDelayMs = nextMs;
     slot.restarts++;
     this.opts.onRestart?.();
     this.opts.logger.error({ worker: slot.index, pid: worker.process.pid, code, signal, wasReady, restartInMs: delayMs }, 'worker exited: restarting it');
-    slot.timer = setTimeout(() => this.fork(slot), delayMs);
+    slot.timer = this.clock.setTimeout(() => this.fork(slot), delayMs);
   }
 
   private askOne(worker: Worker, what: Question, timeoutMs: number): Promise<unknown> {
     const id = ++this.nextId;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         this.pending.delete(id);
         resolve(undefined);
       }, timeoutMs);
-      this.pending.set(id, { worker, resolve: (value) => (clearTimeout(timer), resolve(value)) });
+      this.pending.set(id, { worker, resolve: (value) => (this.clock.clearTimeout(timer), resolve(value)) });
       this.send(worker, { svcproxy: 'ask', id, what });
     });
   }

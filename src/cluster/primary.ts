@@ -58,6 +58,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
     current: () => store.current,
     logger,
     onRestart: () => metrics.restarts.inc(),
+    ...(options.deps?.clock ? { clock: options.deps.clock } : {}),
   });
   const workers = pool;
   store.on('change', (snapshot) => {
