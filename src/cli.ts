@@ -51,6 +51,7 @@ const OPTIONS = {
   container: { type: 'string' },
   'tracing-collector': { type: 'string' },
   'headers-timeout': { type: 'string' },
+  'idle-timeout': { type: 'string' },
   'max-connections': { type: 'string' },
   'max-requests-per-connection': { type: 'string' },
   'max-concurrent-streams': { type: 'string' },
@@ -97,6 +98,7 @@ Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DO
   --tracing-collector HOST:PORT  OTLP collector for spec.tracing.provider.controlplane
   --log-dir DIR           where "up" writes and "logs" reads workload logs (default .svcproxy/logs)
   --headers-timeout D     time a client has to send a request head (default 66s; slowloris: 408)
+  --idle-timeout D        a connection with no request in flight is closed after D (default 65s)
   --max-connections N     connections open at once per listener (default 16384; 0: unlimited)
   --max-requests-per-connection N  HTTP/1.1 requests per connection (default 0: unlimited)
   --max-concurrent-streams N       HTTP/2 streams per connection (default 1000)
@@ -140,7 +142,7 @@ export function settingsFrom(flags: Flags): Settings {
 
 /** The listener limits and the shedding threshold from their flags; absent flags keep the defaults. */
 export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
-  const duration = (name: 'headers-timeout' | 'max-event-loop-delay', min: number): number | undefined => {
+  const duration = (name: 'headers-timeout' | 'idle-timeout' | 'max-event-loop-delay', min: number): number | undefined => {
     const text = flags[name];
     if (text === undefined) return undefined;
     const ms = parseDuration(text);
@@ -156,6 +158,7 @@ export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
   };
   const limits = {
     headersTimeoutMs: duration('headers-timeout', 1),
+    idleTimeoutMs: duration('idle-timeout', 1),
     maxEventLoopDelayMs: duration('max-event-loop-delay', 0),
     maxConnections: count('max-connections', 0),
     maxRequestsPerConnection: count('max-requests-per-connection', 0),

@@ -7,7 +7,9 @@
  *
  * Limits (`ListenerLimits`, each with a production default): a client has `headersTimeoutMs` to
  * choose a protocol and send a whole HTTP/1.1 request head (slowloris: 408, connection closed);
- * `maxConnections` connections at once (beyond, new ones are closed on accept and counted);
+ * `maxConnections` connections at once (beyond, new ones are closed on accept and counted); a
+ * connection with no request in flight for `idleTimeoutMs` is closed (HTTP/1.1 keep-alive timeout;
+ * an HTTP/2 session with no open stream gets GOAWAY);
  * `maxRequestsPerConnection` HTTP/1.1 requests per connection; `maxConcurrentStreams` HTTP/2 streams
  * per session (beyond: REFUSED_STREAM); and an HTTP/2 session whose client resets more than
  * `maxStreamResetsPerSecond` unanswered streams in one second (rapid reset, CVE-2023-44487) gets
@@ -50,6 +52,11 @@ export interface ListenerLimits {
    * HTTP/1.1 request head, and to send enough bytes to pick a protocol. Past it: 408 and close.
    */
   readonly headersTimeoutMs?: number;
+  /**
+   * A connection with no request in flight this long is closed: HTTP/1.1 keep-alive connections
+   * between requests, HTTP/2 sessions with no open stream (GOAWAY, then close).
+   */
+  readonly idleTimeoutMs?: number;
   /** Connections open at once; 0: unlimited. Beyond it new connections are closed on accept. */
   readonly maxConnections?: number;
   /** HTTP/1.1 requests served on one connection (the last answer says `Connection: close`); 0: unlimited. */
@@ -62,6 +69,7 @@ export interface ListenerLimits {
 
 export const DEFAULT_LIMITS: Required<ListenerLimits> = Object.freeze({
   headersTimeoutMs: 66_000,
+  idleTimeoutMs: 65_000,
   maxConnections: 16_384,
   maxRequestsPerConnection: 0,
   maxConcurrentStreams: 1000,
@@ -86,7 +94,7 @@ export interface Listener {
 }
 
 function configureHttp1(server: http.Server, limits: Required<ListenerLimits>): void {
-  server.keepAliveTimeout = 65_000;
+  server.keepAliveTimeout = limits.idleTimeoutMs;
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = 0;
   server.maxRequestsPerSocket = limits.maxRequestsPerConnection;
@@ -136,8 +144,24 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     session.once('close', () => sessions.delete(session));
     // A session that opens while draining is told at once to go elsewhere.
     if (draining) session.close();
+    // Idle: no frame for the idle time. A session with a stream still open (a quiet long poll or
+    // gRPC stream) is left alone; its next frame restarts the clock.
+    // (`on`, not setTimeout's callback, which Node registers with `once`: the timer fires again.)
+    session.setTimeout(limits.idleTimeoutMs);
+    session.on('timeout', () => {
+      if ((openStreams.get(session) ?? 0) === 0) session.close();
+    });
   };
-  const onStream = rapidResetGuard(limits.maxStreamResetsPerSecond, events);
+  const openStreams = new WeakMap<http2.Http2Session, number>();
+  const guard = rapidResetGuard(limits.maxStreamResetsPerSecond, events);
+  const onStream = (stream: http2.ServerHttp2Stream): void => {
+    const session = stream.session;
+    if (session) {
+      openStreams.set(session, (openStreams.get(session) ?? 0) + 1);
+      stream.once('close', () => openStreams.set(session, (openStreams.get(session) ?? 1) - 1));
+    }
+    guard(stream);
+  };
   // HTTP/1.1: while draining, and on a connection's last allowed request, the answer closes the
   // connection (registered first, so it runs before the handler). Node's own maxRequestsPerSocket
   // only says `Connection: close` and answers 503 to a client that ignores it.

@@ -2,10 +2,13 @@
  * Listener limits: at most `maxConnections` connections at once (beyond, new ones are closed on
  * accept and counted in `svcproxy_overload_connections_rejected_total`; room frees as others
  * close), `maxRequestsPerConnection` HTTP/1.1 requests per connection (the last answer says
- * `Connection: close`), the flags that set them (and the shedding threshold), and their defaults.
+ * `Connection: close`), the idle timeout (an idle HTTP/1.1 keep-alive connection is closed; an HTTP/2
+ * session with no open stream gets GOAWAY, one with a quiet open stream is kept), the flags that set
+ * them (and the shedding threshold), and their defaults.
  */
 import t from 'tap';
 import net from 'node:net';
+import http2 from 'node:http2';
 import { DEFAULT_LIMITS } from '../../src/proxy/listener.js';
 import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../../src/proxy/overload.js';
 import { limitsFrom, parseFlags } from '../../src/cli.js';
@@ -76,15 +79,50 @@ t.test('maxRequestsPerConnection: the last answer closes the connection', async 
 });
 
 t.test('the flags and their defaults', async (t) => {
-  t.same(DEFAULT_LIMITS, { headersTimeoutMs: 66_000, maxConnections: 16_384, maxRequestsPerConnection: 0, maxConcurrentStreams: 1000, maxStreamResetsPerSecond: 200 });
+  t.same(DEFAULT_LIMITS, { headersTimeoutMs: 66_000, idleTimeoutMs: 65_000, maxConnections: 16_384, maxRequestsPerConnection: 0, maxConcurrentStreams: 1000, maxStreamResetsPerSecond: 200 });
   t.equal(DEFAULT_MAX_EVENT_LOOP_DELAY_MS, 250);
   const flags = (argv: string[]) => parseFlags(['ingress', ...argv], {}).flags;
   t.equal(limitsFrom(flags([])), undefined, 'no flag: the defaults');
-  t.same(limitsFrom(flags(['--headers-timeout', '1.5s', '--max-connections', '100', '--max-requests-per-connection', '0', '--max-concurrent-streams', '50', '--max-event-loop-delay', '0'])), {
-    headersTimeoutMs: 1500, maxConnections: 100, maxRequestsPerConnection: 0, maxConcurrentStreams: 50, maxEventLoopDelayMs: 0,
+  t.same(limitsFrom(flags(['--headers-timeout', '1.5s', '--idle-timeout', '2m', '--max-connections', '100', '--max-requests-per-connection', '0', '--max-concurrent-streams', '50', '--max-event-loop-delay', '0'])), {
+    headersTimeoutMs: 1500, idleTimeoutMs: 120_000, maxConnections: 100, maxRequestsPerConnection: 0, maxConcurrentStreams: 50, maxEventLoopDelayMs: 0,
   });
   t.same(limitsFrom(parseFlags(['ingress'], { SVCPROXY_HEADERS_TIMEOUT: '20s', SVCPROXY_MAX_EVENT_LOOP_DELAY: '500ms' }).flags), { headersTimeoutMs: 20_000, maxEventLoopDelayMs: 500 }, 'and from SVCPROXY_* variables');
-  for (const bad of [['--headers-timeout', 'soon'], ['--headers-timeout', '0'], ['--max-connections=-1'], ['--max-connections', '1.5'], ['--max-concurrent-streams', '0'], ['--max-event-loop-delay', 'x']]) {
+  for (const bad of [['--headers-timeout', 'soon'], ['--headers-timeout', '0'], ['--idle-timeout', '0'], ['--max-connections=-1'], ['--max-connections', '1.5'], ['--max-concurrent-streams', '0'], ['--max-event-loop-delay', 'x']]) {
     t.throws(() => limitsFrom(flags(bad)), { message: new RegExp(`^${bad[0]!.split('=')[0]} must be`) }, `${bad.join(' ')}: a usage error`);
   }
+});
+
+t.test('idleTimeout: idle HTTP/1.1 and HTTP/2 connections are closed; a session with an open stream is kept', async (t) => {
+  // The app answers /slow after 900 ms: a stream open and quiet for longer than the idle timeout.
+  const app = await startHttpServer(t, (req, res) => {
+    setTimeout(() => res.end('late'), req.url === '/slow' ? 900 : 0);
+  });
+  const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } }), { limits: { idleTimeoutMs: 300 } });
+  await plane.ready();
+
+  const h1 = await open(plane.port);
+  h1.socket.write(`GET / HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
+  const started = Date.now();
+  const text = await Promise.race([h1.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 5000))]);
+  t.match(text, /^HTTP\/1\.1 200/, 'HTTP/1.1: answered, then closed while idle');
+  t.ok(Date.now() - started >= 250, 'not before the idle timeout');
+
+  const session = http2.connect(`http://127.0.0.1:${plane.port}`);
+  t.teardown(() => session.destroy());
+  session.on('error', () => undefined);
+  let goaway = false;
+  session.on('goaway', () => (goaway = true));
+  const get = (path: string) => new Promise<string>((resolve, reject) => {
+    const stream = session.request({ ':path': path, ':authority': H });
+    let body = '';
+    stream.on('data', (c: Buffer) => (body += c));
+    stream.on('end', () => resolve(body));
+    stream.on('error', reject);
+    stream.end();
+  });
+  t.equal(await get('/slow'), 'late', 'HTTP/2: a stream quiet for 900 ms is not cut by a 300 ms idle timeout');
+  t.notOk(goaway, 'no GOAWAY while the stream was open');
+  const closed = await Promise.race([new Promise<boolean>((r) => session.once('close', () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  t.ok(closed, 'then, idle, the session is closed');
+  t.ok(goaway, 'with GOAWAY');
 });
