@@ -88,7 +88,7 @@ t.test('the proxy against our own rate-limit service', async (t) => {
   writeFileSync(file, rules(5).replace('unit: minute, requests_per_unit: 5', 'unit: fortnight, requests_per_unit: 5'));
   await waitFor(() => (service.describe() as { lastErrors?: string[] }).lastErrors !== undefined, 5000, 'reload rejected');
   const config = await (await fetch(`http://127.0.0.1:${adminPort}/config`)).json() as { lastErrors: string[] };
-  t.same(config.lastErrors, [`${file}: domain.descriptors[0].descriptors[0].rate_limit.unit: must be one of second, minute, hour, day`]);
+  t.same(config.lastErrors, [`${file}: domain.descriptors[0].descriptors[0].rate_limit.unit: must be one of second, minute, hour, day, month, year`]);
   t.same([(await request(plane.port, HOST, '/login')).status, (await request(plane.port, HOST, '/login')).status], [200, 429], 'still the last good rules (5 a minute)');
   t.equal(loginLimit(), 5);
 

@@ -44,7 +44,7 @@ t.test('usage errors exit 2; invalid rules exit 1 with every error and its path'
   const file = rulesFile(t, 'domain: cli\ndescriptors:\n  - key: k\n    rate_limit: {unit: week, requests_per_unit: x}\n');
   const invalid = runSync(['ratelimit', '--config', file]);
   t.equal(invalid.code, 1);
-  t.match(invalid.stderr, `${file}: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day\n`);
+  t.match(invalid.stderr, `${file}: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day, month, year\n`);
   t.match(invalid.stderr, `${file}: domain.descriptors[0].rate_limit.requests_per_unit: must be a whole number from 0 to 4294967295\n`);
   t.match(invalid.stderr, 'svcproxy ratelimit: rules invalid (2 errors)');
 });

@@ -57,6 +57,23 @@ descriptors:
   t.equal(findLimit(d, entries(['database', 'other'])), undefined, 'a value without a rule has no limit');
 });
 
+t.test('month and year: 30- and 365-day windows, as the reference server counts them', async (t) => {
+  const d = domainOf(`
+domain: quota
+descriptors:
+  - key: plan
+    value: monthly
+    rate_limit: { unit: month, requests_per_unit: 100000 }
+  - key: plan
+    value: yearly
+    rate_limit: { unit: YEAR, requests_per_unit: 1000000 }
+`);
+  const m = findLimit(d, entries(['plan', 'monthly']))!;
+  const y = findLimit(d, entries(['plan', 'yearly']))!;
+  t.same([m.unit, m.windowSeconds], ['MONTH', 2_592_000]);
+  t.same([y.unit, y.windowSeconds], ['YEAR', 31_536_000]);
+});
+
 t.test('every error, each with its file and path', async (t) => {
   const errors = errorsOf(`
 domain: edge
@@ -96,7 +113,7 @@ descriptors:
 `);
   t.same(errors.sort(), [
     'rules.yaml: domain.algorithm: must be one of fixed-window, sliding-window',
-    'rules.yaml: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day',
+    'rules.yaml: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day, month, year',
     'rules.yaml: domain.descriptors[1].key: must be a non-empty string',
     'rules.yaml: domain.descriptors[2].descriptors[0].rate_limit.unit: must not be set when unlimited is true',
     'rules.yaml: domain.descriptors[2].descriptors[0].shadow_mode: must be true or false',
@@ -231,7 +248,7 @@ t.test('files and folders: one domain each, every error of every file', async (t
   if (!bad.ok) {
     t.same(bad.errors, [
       `${path.join(folder, 'c.yaml')}: domain: "a" is already defined in ${path.join(folder, 'a.yaml')}`,
-      `${path.join(folder, 'd.yaml')}: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day`,
+      `${path.join(folder, 'd.yaml')}: domain.descriptors[0].rate_limit.unit: must be one of second, minute, hour, day, month, year`,
     ]);
   }
   const missing = await loadRules([path.join(dir, 'nope.yaml')]);

@@ -8,7 +8,7 @@
  *
  * Validation reports every error, each as `FILE: PATH: what is wrong`, where PATH starts at the
  * document, called `domain` (`rules.yaml: domain.descriptors[0].rate_limit.unit: must be one of
- * second, minute, hour, day`). The result is frozen; `findLimit` (match.ts) only reads it.
+ * second, minute, hour, day, month, year`). The result is frozen; `findLimit` (match.ts) only reads it.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,12 +19,15 @@ import type { Unit } from '../proto.js';
 export type Algorithm = 'fixed-window' | 'sliding-window';
 export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
 
-export type RuleUnit = 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY';
+export type RuleUnit = 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR';
+/** Window lengths as the reference server divides time: a month is 30 days, a year 365. */
 const UNITS: Readonly<Record<string, { unit: RuleUnit; seconds: number }>> = {
   second: { unit: 'SECOND', seconds: 1 },
   minute: { unit: 'MINUTE', seconds: 60 },
   hour: { unit: 'HOUR', seconds: 3600 },
   day: { unit: 'DAY', seconds: 86400 },
+  month: { unit: 'MONTH', seconds: 86400 * 30 },
+  year: { unit: 'YEAR', seconds: 86400 * 365 },
 };
 
 export interface Limit {
@@ -145,7 +148,7 @@ function rateLimitOf(v: unknown, at: string, fullKey: string, shadowMode: boolea
     if (!isAbsent(v.unit)) r.error(`${at}.unit`, 'must not be set when unlimited is true');
   } else {
     unit = UNITS[(text(v.unit) ?? '').trim().toLowerCase()];
-    if (!unit) r.error(`${at}.unit`, 'must be one of second, minute, hour, day');
+    if (!unit) r.error(`${at}.unit`, 'must be one of second, minute, hour, day, month, year');
   }
   let requests = 0;
   if (!unlimited) {
