@@ -4,27 +4,18 @@
  * receives, restartable on the same loopback port, plaintext or TLS; and records with `sidecar.envoy`
  * access logs.
  */
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
+import { loadEnvoyProto } from '../helpers/envoy-protos.js';
+import type { TapLike } from '../helpers/harness.js';
 
-export interface TapLike {
-  teardown(fn: () => unknown): void;
-}
+export type { TapLike } from '../helpers/harness.js';
 
-const require = createRequire(import.meta.url);
-const XDS = path.join(path.dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
-export const ENVOY_INCLUDE_DIRS = ['envoy-api', 'googleapis', 'xds', 'protoc-gen-validate'].map((d) => path.join(XDS, d));
-export const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 export const SERVICE = 'envoy.service.accesslog.v3.AccessLogService';
-
-let envoyDefinition: protoLoader.PackageDefinition | undefined;
 
 /** Envoy's original envoy/service/accesslog/v3/als.proto and its imports. */
 export function envoyAls(): protoLoader.PackageDefinition {
-  envoyDefinition ??= protoLoader.loadSync('envoy/service/accesslog/v3/als.proto', { ...LOADER_OPTIONS, includeDirs: ENVOY_INCLUDE_DIRS });
-  return envoyDefinition;
+  return loadEnvoyProto('envoy/service/accesslog/v3/als.proto');
 }
 
 /** A decoded `StreamAccessLogsMessage` (Envoy's proto, loader options above). */
