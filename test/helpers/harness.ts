@@ -126,6 +126,32 @@ export async function startPlane(
   };
 }
 
+/**
+ * A standalone sidecar for replica `api-0` of `shop/api` in front of the app, and an ingress whose
+ * deployment record sends that replica's traffic through the sidecar (ingress → sidecar → app).
+ * `sidecar`: more options for the sidecar's plane.
+ */
+export async function startSidecarBehindIngress(
+  t: TapLike,
+  base: Record<string, unknown>[],
+  appPort: number,
+  opts: { location?: string; sidecar?: Partial<RuntimeOptions> } = {},
+): Promise<{ sidecar: StartedPlane; ingress: StartedPlane }> {
+  const location = opts.location ?? 'aws-us-east-2';
+  const sidecar = await startPlane(t, base, {
+    role: 'sidecar',
+    ...opts.sidecar,
+    sidecar: { workload: 'shop/api', location, replica: 'api-0', app: `127.0.0.1:${appPort}` },
+  });
+  const withSidecar = base.map((r) =>
+    r.kind === 'deployment'
+      ? { ...r, status: { locations: [{ name: location, replicas: [{ name: 'api-0', address: `127.0.0.1:${appPort}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
+      : r,
+  );
+  const ingress = await startPlane(t, withSidecar, { location });
+  return { sidecar, ingress };
+}
+
 export async function waitFor(check: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {

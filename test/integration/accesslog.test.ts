@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
 import { createTelemetry } from '../../src/tracing/index.js';
 import { silentLogger } from '../../src/log.js';
-import { ALIAS, records, request, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
+import { ALIAS, records, request, startHttpServer, startPlane, startSidecarBehindIngress, type TapLike } from '../helpers/harness.js';
 import { accessLog, cluster, startAlsServer, waitUntil } from '../accesslog/fixtures.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
@@ -207,16 +207,7 @@ t.test('local replies carry response flags; a standalone sidecar logs, the ingre
   const als = await startAlsServer(t);
   const upstream = await app(t);
   const base = records({ replicas: { [LOCATION]: [`127.0.0.1:${upstream.port}`] }, gvcSpec: envoy(als.port, accessLog('als', { flush: '0.05s' })) });
-  const sidecar = await startPlane(t, base, {
-    role: 'sidecar', location: LOCATION,
-    sidecar: { workload: 'shop/api', location: LOCATION, replica: 'api-0', app: `127.0.0.1:${upstream.port}` },
-  });
-  const withSidecar = base.map((r) =>
-    r.kind === 'deployment'
-      ? { ...r, status: { locations: [{ name: LOCATION, replicas: [{ name: 'api-0', address: `127.0.0.1:${upstream.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
-      : r,
-  );
-  const ingress = await startPlane(t, withSidecar, { location: LOCATION });
+  const { ingress } = await startSidecarBehindIngress(t, base, upstream.port, { location: LOCATION, sidecar: { location: LOCATION } });
   await ingress.ready();
   t.equal((await request(ingress.port, CANONICAL, '/through')).status, 201);
   await waitUntil(() => als.entries().length >= 1, 8000, 'the sidecar entry');

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ALIAS, records, startPlane } from '../helpers/harness.js';
+import { ALIAS, records, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
 import { allow, startGrpcAuth, type GrpcAnswer } from '../fixtures/extauth/servers.js';
 import { encodeFrame, readBytes, readHead, wsUpgradeHandler } from '../fixtures/ws.js';
 
@@ -101,16 +101,7 @@ t.test('upgrades through a standalone sidecar are checked there, once', async (t
   const app = await wsApp(t);
   const auth = await startGrpcAuth(t, () => ({ status: { code: 7 } }));
   const base = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] }, tags: tags(auth.port) });
-  const sidecar = await startPlane(t, base, {
-    role: 'sidecar',
-    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
-  });
-  const withSidecar = base.map((r) =>
-    r.kind === 'deployment'
-      ? { ...r, status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'api-0', address: `127.0.0.1:${app.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
-      : r,
-  );
-  const ingress = await startPlane(t, withSidecar, { location: 'aws-us-east-2' });
+  const { ingress } = await startSidecarBehindIngress(t, base, app.port);
   await ingress.ready();
   const res = await upgrade(ingress.port, '/admin');
   t.equal(res.status, 403);

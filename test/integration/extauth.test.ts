@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
 import { allow, deadPort, startGrpcAuth, type EnvoyCheckRequest, type GrpcAnswer } from '../fixtures/extauth/servers.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
@@ -322,16 +322,7 @@ t.test('ingress → standalone sidecar → app: checked once, at the sidecar', a
     replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
     tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': auth.port, 'svc/externalAuthScheme': 'http', 'svc/externalAuthFailureAllow': false },
   });
-  const sidecar = await startPlane(t, base, {
-    role: 'sidecar',
-    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
-  });
-  const withSidecar = base.map((r) =>
-    r.kind === 'deployment'
-      ? { ...r, status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'api-0', address: `127.0.0.1:${app.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
-      : r,
-  );
-  const ingress = await startPlane(t, withSidecar, { location: 'aws-us-east-2' });
+  const { ingress } = await startSidecarBehindIngress(t, base, app.port);
   await ingress.ready();
   const res = await request(ingress.port, CANONICAL, '/through', { headers: { 'x-forwarded-for': '198.51.100.1', 'x-svc-spoof': '1' } });
   t.equal(res.status, 200);

@@ -5,27 +5,18 @@
  */
 import t from 'tap';
 import net from 'node:net';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
 
 t.test('ingress → sidecar → app', async (t) => {
   const app = await startHttpServer(t, echoHandler('app'));
   const base = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } });
-  const sidecar = await startPlane(t, base, {
-    role: 'sidecar',
-    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
-  });
+  const { sidecar, ingress } = await startSidecarBehindIngress(t, base, app.port);
   const direct = await request(sidecar.port, CANONICAL, '/from-sidecar');
   t.equal(direct.status, 200);
   t.equal(JSON.parse(direct.body).url, '/from-sidecar');
 
-  const withSidecar = base.map((r) =>
-    r.kind === 'deployment'
-      ? { ...r, status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'api-0', address: `127.0.0.1:${app.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
-      : r,
-  );
-  const ingress = await startPlane(t, withSidecar, { location: 'aws-us-east-2' });
   await ingress.ready();
   const res = await request(ingress.port, CANONICAL, '/through?x=1', { headers: { 'x-request-id': 'trace-me' } });
   t.equal(res.status, 200);

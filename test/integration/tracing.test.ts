@@ -13,7 +13,7 @@ import { createTelemetry, childSpan } from '../../src/tracing/index.js';
 import type { BatchOptions } from '../../src/tracing/tracer.js';
 import { silentLogger } from '../../src/log.js';
 import { Registry } from 'prom-client';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress, type TapLike } from '../helpers/harness.js';
 import { PARENT_ID, TRACE_ID, startOtlpGrpc, startOtlpHttp, tracingSpec, waitForSpans, type ReceivedSpan } from '../tracing/fixtures.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
@@ -34,17 +34,7 @@ t.test('a W3C trace continues through ingress → sidecar → app with linked sp
     replicas: { [LOCATION]: [`127.0.0.1:${upstream.port}`] },
     gvcSpec: tracingSpec(otlp.endpoint, { customTags: { team: 'payments', tier: { literal: { value: 'gold' } } } }),
   });
-  const sidecar = await startPlane(t, base, {
-    role: 'sidecar',
-    location: LOCATION,
-    sidecar: { workload: 'shop/api', location: LOCATION, replica: 'api-0', app: `127.0.0.1:${upstream.port}` },
-  });
-  const withSidecar = base.map((r) =>
-    r.kind === 'deployment'
-      ? { ...r, status: { locations: [{ name: LOCATION, replicas: [{ name: 'api-0', address: `127.0.0.1:${upstream.port}`, sidecar: `127.0.0.1:${sidecar.port}` }] }] } }
-      : r,
-  );
-  const ingress = await startPlane(t, withSidecar, { location: LOCATION });
+  const { sidecar, ingress } = await startSidecarBehindIngress(t, base, upstream.port, { location: LOCATION, sidecar: { location: LOCATION } });
   await ingress.ready();
 
   const res = await request(ingress.port, CANONICAL, '/orders/7?x=1', {
