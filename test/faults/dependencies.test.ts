@@ -43,6 +43,45 @@ function describe(load: Load, phase: string): string {
 
 const outcomes = (load: Load, phase: string): string[] => [...new Set(load.of(phase).map((r) => `${r.outcome}:${r.note ?? ''}`))].sort();
 
+const PHASES = ['before', 'down', 'down-settled', 'restarted', 'after'] as const;
+
+/**
+ * The kill-and-restart sequence every test here runs under its loads: 20 answers in phase `before`;
+ * phase `down` is what is sent while the dependency is stopped (what was sent before it has all
+ * finished); 30 answers in `down-settled`; then `whileDown` (a probe of the stopped state);
+ * `restarted` starts with the dependency, and `recovered` is awaited (at most `recoveryMs`); 20
+ * answers in `after`; the loads stopped. Returns whether and when it recovered, and what `whileDown`
+ * saw.
+ */
+async function killAndRestart<W = undefined>(loads: readonly Load[], o: {
+  stop(): unknown;
+  start(): Promise<unknown>;
+  recovered(): boolean;
+  recoveryMs: number;
+  whileDown?: () => Promise<W>;
+}): Promise<{ recovered: boolean; recoveryMs: number; whileDown: W | undefined }> {
+  const phase = (p: string): void => void loads.forEach((l) => (l.phase = p));
+  await Promise.all(loads.map((l) => l.settle(20)));
+  // What is sent from here on may meet the kill; what was sent before it must all have finished.
+  phase('down');
+  await Promise.all(loads.map((l) => l.quiesce('before')));
+  await o.stop();
+  await sleep(100);
+  phase('down-settled');
+  await Promise.all(loads.map((l) => l.settle(30)));
+  const whileDown = await o.whileDown?.();
+  phase('restarted');
+  await Promise.all(loads.map((l) => l.quiesce('down-settled')));
+  const restartedAt = performance.now();
+  await o.start();
+  const recovered = await eventually(o.recovered, o.recoveryMs);
+  const recoveryMs = Math.round(performance.now() - restartedAt);
+  phase('after');
+  await Promise.all(loads.map((l) => l.settle(20)));
+  await Promise.all(loads.map((l) => l.stop()));
+  return { recovered, recoveryMs, whileDown };
+}
+
 t.test('the authorization server killed and restarted under load', async (t) => {
   const app = await startHttpServer(t, markerApp);
   const authPort = await freePort();
@@ -53,28 +92,15 @@ t.test('the authorization server killed and restarted under load', async (t) => 
   await Promise.all([open.ready(), closed.ready()]);
   const loads = [loadOn(open.port), loadOn(closed.port)] as const;
   t.teardown(() => Promise.all(loads.map((l) => l.stop())));
-  const phase = (p: string): void => void loads.forEach((l) => (l.phase = p));
-
-  await Promise.all(loads.map((l) => l.settle(20)));
-  // What is sent from here on may meet the kill; what was sent before it must all have finished.
-  phase('down');
-  await Promise.all(loads.map((l) => l.quiesce('before')));
-  auth.stop();
-  await sleep(100);
-  phase('down-settled');
-  await Promise.all(loads.map((l) => l.settle(30)));
-  phase('restarted');
-  await Promise.all(loads.map((l) => l.quiesce('down-settled')));
-  const restartedAt = performance.now();
-  await auth.start();
-  const recovered = await eventually(() => loads[1].of('restarted').some((r) => r.outcome === 200) && loads[0].of('restarted').some((r) => r.note === '-'), 8000);
-  const recoveryMs = Math.round(performance.now() - restartedAt);
-  phase('after');
-  await Promise.all(loads.map((l) => l.settle(20)));
-  await Promise.all(loads.map((l) => l.stop()));
+  const { recovered, recoveryMs } = await killAndRestart(loads, {
+    stop: () => auth.stop(),
+    start: () => auth.start(),
+    recovered: () => loads[1].of('restarted').some((r) => r.outcome === 200) && loads[0].of('restarted').some((r) => r.note === '-'),
+    recoveryMs: 8000,
+  });
 
   for (const [name, load] of [['fail-open', loads[0]], ['fail-closed', loads[1]]] as const) {
-    for (const p of ['before', 'down', 'down-settled', 'restarted', 'after']) t.comment(`${name} ${describe(load, p)}`);
+    for (const p of PHASES) t.comment(`${name} ${describe(load, p)}`);
   }
   t.same(outcomes(loads[0], 'before'), ['200:-'], 'fail-open, auth up: 200, checked');
   t.same(outcomes(loads[0], 'down-settled'), ['200:true'], 'fail-open, auth down: 200, the app told x-envoy-auth-failure-mode-allowed: true');
@@ -130,27 +156,15 @@ t.test('the rate-limit service killed and restarted under load', async (t) => {
   await Promise.all([open.ready(), closed.ready()]);
   const loads = [loadOn(closed.port), loadOn(open.port)] as const;
   t.teardown(() => Promise.all(loads.map((l) => l.stop())));
-  const phase = (p: string): void => void loads.forEach((l) => (l.phase = p));
-
-  await Promise.all(loads.map((l) => l.settle(20)));
-  phase('down');
-  await Promise.all(loads.map((l) => l.quiesce('before')));
-  await service.close(0);
-  await sleep(100);
-  phase('down-settled');
-  await Promise.all(loads.map((l) => l.settle(30)));
-  phase('restarted');
-  await Promise.all(loads.map((l) => l.quiesce('down-settled')));
-  const restartedAt = performance.now();
-  service = await startService();
-  const recovered = await eventually(() => loads[0].of('restarted').some((r) => r.outcome === 200), 8000);
-  const recoveryMs = Math.round(performance.now() - restartedAt);
-  phase('after');
-  await Promise.all(loads.map((l) => l.settle(20)));
-  await Promise.all(loads.map((l) => l.stop()));
+  const { recovered, recoveryMs } = await killAndRestart(loads, {
+    stop: () => service.close(0),
+    start: async () => (service = await startService()),
+    recovered: () => loads[0].of('restarted').some((r) => r.outcome === 200),
+    recoveryMs: 8000,
+  });
 
   for (const [name, load] of [['fail-closed', loads[0]], ['failure-allow', loads[1]]] as const) {
-    for (const p of ['before', 'down', 'down-settled', 'restarted', 'after']) t.comment(`${name} ${describe(load, p)}`);
+    for (const p of PHASES) t.comment(`${name} ${describe(load, p)}`);
   }
   t.same(outcomes(loads[0], 'before'), ['200:-'], 'service up: 200');
   t.same(outcomes(loads[0], 'down-settled'), ['503:RATE_LIMIT_UNAVAILABLE'], 'service down, fail-closed (the default): 503 rate limit service unavailable');
@@ -182,25 +196,15 @@ t.test('Redis killed and restarted under svcproxy ratelimit', { skip: redisMissi
   t.teardown(() => load.stop());
   const ready = async (): Promise<number> => (await fetch(`http://127.0.0.1:${adminPort}/ready`)).status;
 
-  await load.settle(20);
-  load.phase = 'down';
-  await load.quiesce('before');
-  await redis.stop();
-  await sleep(100);
-  load.phase = 'down-settled';
-  await load.settle(30);
-  const readyWhileDown = await ready();
-  load.phase = 'restarted';
-  await load.quiesce('down-settled');
-  const restartedAt = performance.now();
-  await redis.start();
-  const recovered = await eventually(() => load.of('restarted').some((r) => r.outcome === 200), 10_000);
-  const recoveryMs = Math.round(performance.now() - restartedAt);
-  load.phase = 'after';
-  await load.settle(20);
-  await load.stop();
+  const { recovered, recoveryMs, whileDown: readyWhileDown } = await killAndRestart([load], {
+    stop: () => redis.stop(),
+    start: () => redis.start(),
+    recovered: () => load.of('restarted').some((r) => r.outcome === 200),
+    recoveryMs: 10_000,
+    whileDown: ready,
+  });
 
-  for (const p of ['before', 'down', 'down-settled', 'restarted', 'after']) t.comment(describe(load, p));
+  for (const p of PHASES) t.comment(describe(load, p));
   t.same(outcomes(load, 'before'), ['200:-'], 'Redis up: 200');
   t.same(outcomes(load, 'down-settled'), ['503:RATE_LIMIT_UNAVAILABLE'], 'Redis down: 503 (the service answers UNAVAILABLE, the proxy is fail-closed)');
   const down = tally(load.of('down-settled'));
