@@ -17,6 +17,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { percentiles, Samples } from '../lib/stats.js';
 import { eachField } from '../lib/wire.js';
+import { identity } from '../lib/grpc-echo.js';
 
 const [portsArg, domain, key, concurrencyArg, secondsArg, channelsArg, keysArg] = process.argv.slice(2);
 const ports = portsArg!.split(',').map(Number);
@@ -28,7 +29,6 @@ const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', 
   includeDirs: ['envoy-api', 'googleapis', 'xds', 'protoc-gen-validate'].map((d) => path.join(deps, d)),
 });
 const method = (definition['envoy.service.ratelimit.v3.RateLimitService'] as unknown as grpc.ServiceDefinition).ShouldRateLimit!;
-const identity = (b: Buffer): Buffer => b;
 
 const request = (i: number): Buffer => method.requestSerialize({ domain, descriptors: [{ entries: [{ key, value: `u${i}` }] }] });
 

@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { identity } from '../lib/grpc-echo.js';
+import { rawMethod } from '../lib/grpc-echo.js';
 import { eachField } from '../lib/wire.js';
 
 const [kind, portArg, statsArg] = process.argv.slice(2);
@@ -68,17 +68,7 @@ if (kind === 'authz') {
 } else if (kind === 'otlp') {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   server.addService(
-    {
-      Export: {
-        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    },
+    { Export: rawMethod('/opentelemetry.proto.collector.trace.v1.TraceService/Export') },
     {
       Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
         stats.calls++;
@@ -91,17 +81,7 @@ if (kind === 'authz') {
 } else if (kind === 'als') {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   server.addService(
-    {
-      StreamAccessLogs: {
-        path: '/envoy.service.accesslog.v3.AccessLogService/StreamAccessLogs',
-        requestStream: true,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    },
+    { StreamAccessLogs: rawMethod('/envoy.service.accesslog.v3.AccessLogService/StreamAccessLogs', true) },
     {
       StreamAccessLogs: (call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
         stats.streams++;
