@@ -7,7 +7,8 @@
  */
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { sharedCounter } from '../admin/registered.js';
 import type { Exchange } from '../proxy/exchange.js';
 import type { AccessLogPlan, AccessLogSpec } from './config.js';
 import { buildEntry, type RequestFacts } from './entry.js';
@@ -29,10 +30,7 @@ export interface AccessLogServiceOptions {
   readonly stream?: AccessLogStreamOptions;
 }
 
-function counter(registry: Registry, name: string, help: string): Counter<'workload' | 'log'> {
-  return (registry.getSingleMetric(name) as Counter<'workload' | 'log'> | undefined)
-    ?? new Counter({ name, help, labelNames: ['workload', 'log'], registers: [registry] });
-}
+const LOG_LABELS = ['workload', 'log'] as const;
 
 export class AccessLogService {
   private readonly streams = new Map<string, AccessLogStream>();
@@ -43,9 +41,9 @@ export class AccessLogService {
 
   constructor(private readonly opts: AccessLogServiceOptions) {
     this.log = opts.logger.child({ component: 'accesslog' });
-    this.sent = counter(opts.registry, 'svcproxy_accesslog_entries_sent_total', 'Access-log entries written to an access-log service stream');
-    this.dropped = counter(opts.registry, 'svcproxy_accesslog_entries_dropped_total', 'Access-log entries dropped: buffer full while the service was unreachable, or unsent at shutdown');
-    this.failures = counter(opts.registry, 'svcproxy_accesslog_stream_failures_total', 'Access-log streams that failed or could not be opened');
+    this.sent = sharedCounter(opts.registry, 'svcproxy_accesslog_entries_sent_total', 'Access-log entries written to an access-log service stream', LOG_LABELS);
+    this.dropped = sharedCounter(opts.registry, 'svcproxy_accesslog_entries_dropped_total', 'Access-log entries dropped: buffer full while the service was unreachable, or unsent at shutdown', LOG_LABELS);
+    this.failures = sharedCounter(opts.registry, 'svcproxy_accesslog_stream_failures_total', 'Access-log streams that failed or could not be opened', LOG_LABELS);
   }
 
   /** Streams for every log of `plan`; streams of logs that are gone are flushed and ended. */

@@ -6,7 +6,8 @@
  * stats do), and `svcproxy_extauth_duration_seconds{workload}`, the time of the check itself.
  * Label children are bound once per filter, so a request does no label hashing.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { sharedCounter, sharedHistogram } from '../admin/registered.js';
 
 export interface ExtAuthMetrics {
   readonly ok: Counter.Internal;
@@ -20,23 +21,11 @@ const CHECKS = 'svcproxy_extauth_checks_total';
 const DURATION = 'svcproxy_extauth_duration_seconds';
 
 export function extAuthMetrics(registry: Registry, workload: string): ExtAuthMetrics {
-  const checks =
-    (registry.getSingleMetric(CHECKS) as Counter<'workload' | 'result'> | undefined) ??
-    new Counter({
-      name: CHECKS,
-      help: 'External authorization checks by workload and result (ok, denied, error, failure_mode_allowed)',
-      labelNames: ['workload', 'result'],
-      registers: [registry],
-    });
-  const duration =
-    (registry.getSingleMetric(DURATION) as Histogram<'workload'> | undefined) ??
-    new Histogram({
-      name: DURATION,
-      help: 'Time of one external authorization check (the call, after the body prefix was read)',
-      labelNames: ['workload'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    });
+  const checks = sharedCounter(registry, CHECKS, 'External authorization checks by workload and result (ok, denied, error, failure_mode_allowed)', ['workload', 'result']);
+  const duration = sharedHistogram(
+    registry, DURATION, 'Time of one external authorization check (the call, after the body prefix was read)', ['workload'],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  );
   return {
     ok: checks.labels(workload, 'ok'),
     denied: checks.labels(workload, 'denied'),

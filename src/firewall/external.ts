@@ -13,7 +13,8 @@
 import type { WorkloadModel } from '../config/model.js';
 import type { Filter, FilterContext, FilterFactory } from '../proxy/filters.js';
 import type { Exchange } from '../proxy/exchange.js';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { sharedCounter } from '../admin/registered.js';
 import { compileCidrs, parseAddress, type CidrSet } from './cidr.js';
 
 export type BlockReason = 'blocked_cidr' | 'not_allowed' | 'header_filter' | 'invalid_config';
@@ -113,15 +114,7 @@ export function externalFirewall(workload: WorkloadModel): CompiledFirewall {
 const BLOCKED = 'svcproxy_firewall_blocked_total';
 
 function blockedCounter(registry: Registry): Counter<'workload' | 'reason'> {
-  return (
-    (registry.getSingleMetric(BLOCKED) as Counter<'workload' | 'reason'> | undefined) ??
-    new Counter({
-      name: BLOCKED,
-      help: 'Requests blocked by the external firewall, by workload and reason (blocked_cidr, not_allowed, header_filter, invalid_config)',
-      labelNames: ['workload', 'reason'],
-      registers: [registry],
-    })
-  );
+  return sharedCounter(registry, BLOCKED, 'Requests blocked by the external firewall, by workload and reason (blocked_cidr, not_allowed, header_filter, invalid_config)', ['workload', 'reason']);
 }
 
 /** The ingress filter factory; no filter for a workload whose firewall admits everything. */

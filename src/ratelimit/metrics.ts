@@ -1,10 +1,10 @@
 /**
  * The proxy-side rate-limit metrics: `svcproxy_ratelimit_checks_total{workload,result}` (result `ok`,
  * `over_limit`, `error`) and `svcproxy_ratelimit_check_duration_seconds{workload}`. Filter factories run
- * on every reload, so each metric is registered once per registry and found again with
- * `getSingleMetric`; label children are cached per workload so the hot path does no label hashing.
+ * on every reload, so each metric is registered once per registry (admin/registered.ts); label children are cached per workload so the hot path does no label hashing.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { sharedCounter, sharedHistogram } from '../admin/registered.js';
 
 export type CheckResult = 'ok' | 'over_limit' | 'error';
 
@@ -15,25 +15,12 @@ export interface WorkloadRateLimitMetrics {
 const CHECKS = 'svcproxy_ratelimit_checks_total';
 const DURATION = 'svcproxy_ratelimit_check_duration_seconds';
 
-function counter(registry: Registry): Counter<'workload' | 'result'> {
-  return (registry.getSingleMetric(CHECKS) as Counter<'workload' | 'result'> | undefined)
-    ?? new Counter({ name: CHECKS, help: 'Rate-limit checks by workload and result (ok, over_limit, error)', labelNames: ['workload', 'result'], registers: [registry] });
-}
-
-function histogram(registry: Registry): Histogram<'workload'> {
-  return (registry.getSingleMetric(DURATION) as Histogram<'workload'> | undefined)
-    ?? new Histogram({
-      name: DURATION,
-      help: 'Time a rate-limit check took, answered or failed',
-      labelNames: ['workload'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-      registers: [registry],
-    });
-}
-
 export function workloadRateLimitMetrics(registry: Registry, workload: string): WorkloadRateLimitMetrics {
-  const checks = counter(registry);
-  const duration = histogram(registry).labels(workload);
+  const checks = sharedCounter(registry, CHECKS, 'Rate-limit checks by workload and result (ok, over_limit, error)', ['workload', 'result']);
+  const duration = sharedHistogram(
+    registry, DURATION, 'Time a rate-limit check took, answered or failed', ['workload'],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+  ).labels(workload);
   const children = {
     ok: checks.labels(workload, 'ok'),
     over_limit: checks.labels(workload, 'over_limit'),

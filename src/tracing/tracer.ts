@@ -27,7 +27,8 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { sharedCounter } from '../admin/registered.js';
 import type { Logger } from 'pino';
 import type { ExporterSpec } from './config.js';
 
@@ -86,15 +87,12 @@ export interface TracingMetrics {
   readonly exportErrors: Counter;
 }
 
-function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[] = []): Counter<L> {
-  return (registry.getSingleMetric(name) as Counter<L> | undefined) ?? new Counter<L>({ name, help, labelNames, registers: [registry] });
-}
 
 export function tracingMetrics(registry: Registry): TracingMetrics {
   return {
-    exported: counter(registry, 'svcproxy_tracing_spans_exported_total', 'Spans the collector accepted'),
-    dropped: counter(registry, 'svcproxy_tracing_spans_dropped_total', 'Spans dropped: queue_full (export too slow) or export_failed', ['reason']),
-    exportErrors: counter(registry, 'svcproxy_tracing_export_errors_total', 'Span batches whose export failed'),
+    exported: sharedCounter(registry, 'svcproxy_tracing_spans_exported_total', 'Spans the collector accepted'),
+    dropped: sharedCounter(registry, 'svcproxy_tracing_spans_dropped_total', 'Spans dropped: queue_full (export too slow) or export_failed', ['reason']),
+    exportErrors: sharedCounter(registry, 'svcproxy_tracing_export_errors_total', 'Span batches whose export failed'),
   };
 }
 

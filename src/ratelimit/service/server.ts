@@ -13,6 +13,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { registered } from '../../admin/registered.js';
 import type { Clock } from '../../deps.js';
 import { serviceDefinition, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from '../proto.js';
 import { applyReplaces, findLimit, overrideLimit } from './match.js';
@@ -26,32 +27,29 @@ export interface ServiceMetrics {
   readonly duration: Histogram<'code'>;
 }
 
-function single<T>(registry: Registry, name: string, create: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? create();
-}
 
 /** The service's metrics, registered once per registry. */
 export function serviceMetrics(registry: Registry): ServiceMetrics {
   const registers = [registry];
   return {
-    checks: single(registry, 'svcproxy_ratelimit_service_checks_total', () => new Counter({
+    checks: registered(registry, 'svcproxy_ratelimit_service_checks_total', () => new Counter({
       name: 'svcproxy_ratelimit_service_checks_total',
       help: 'ShouldRateLimit calls by domain (a domain without rules counts as "unknown") and code (ok, over_limit, error)',
       labelNames: ['domain', 'code'],
       registers,
     })),
-    shadowOverLimit: single(registry, 'svcproxy_ratelimit_service_shadow_over_limit_total', () => new Counter({
+    shadowOverLimit: registered(registry, 'svcproxy_ratelimit_service_shadow_over_limit_total', () => new Counter({
       name: 'svcproxy_ratelimit_service_shadow_over_limit_total',
       help: 'Descriptors over a shadow_mode limit (answered OK), by domain',
       labelNames: ['domain'],
       registers,
     })),
-    redisErrors: single(registry, 'svcproxy_ratelimit_service_redis_errors_total', () => new Counter({
+    redisErrors: registered(registry, 'svcproxy_ratelimit_service_redis_errors_total', () => new Counter({
       name: 'svcproxy_ratelimit_service_redis_errors_total',
       help: 'Checks Redis failed or did not answer in time (each answered UNAVAILABLE)',
       registers,
     })),
-    duration: single(registry, 'svcproxy_ratelimit_service_check_duration_seconds', () => new Histogram({
+    duration: registered(registry, 'svcproxy_ratelimit_service_check_duration_seconds', () => new Histogram({
       name: 'svcproxy_ratelimit_service_check_duration_seconds',
       help: 'Time to answer ShouldRateLimit, by code',
       labelNames: ['code'],
