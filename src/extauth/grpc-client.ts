@@ -9,7 +9,7 @@
  * result for the failure mode; nothing throws.
  */
 import type { Clock } from '../deps.js';
-import { UnaryChannel } from '../grpc/unary.js';
+import { statusName, UnaryChannel } from '../grpc/unary.js';
 import { authWire, type CheckResponseObject } from './proto.js';
 
 export type GrpcCallResult =
@@ -27,13 +27,6 @@ export interface GrpcAuthClientOptions {
 
 /** Answers larger than this are refused (a CheckResponse is headers and a denial page). */
 export const MAX_RESPONSE_BYTES = 1 << 20;
-
-/** Status names for the reasons in logs, as grpc-js spelled them. */
-const STATUS_NAMES = [
-  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED',
-  'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS',
-  'UNAUTHENTICATED',
-];
 
 export class GrpcAuthClient {
   private readonly channel: UnaryChannel;
@@ -59,7 +52,7 @@ export class GrpcAuthClient {
     }
     const result = await this.channel.call(this.method.path, encoded, timeoutMs);
     if (!result.ok) {
-      return { ok: false, reason: result.timeout ? result.message : `${STATUS_NAMES[result.code] ?? result.code}: ${result.message}`, timeout: result.timeout };
+      return { ok: false, reason: result.timeout ? result.message : `${statusName(result.code)}: ${result.message}`, timeout: result.timeout };
     }
     try {
       return { ok: true, response: this.method.responseDeserialize(result.message) };

@@ -39,6 +39,17 @@ export const Status = {
   UNAUTHENTICATED: 16,
 } as const;
 
+/** Every gRPC status name by code, for messages and logs. */
+const STATUS_NAMES = [
+  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS',
+  'UNAUTHENTICATED',
+];
+
+export function statusName(code: number): string {
+  return STATUS_NAMES[code] ?? String(code);
+}
+
 export type UnaryResult =
   | { readonly ok: true; readonly message: Buffer }
   | { readonly ok: false; readonly code: number; readonly message: string; readonly timeout: boolean };
@@ -108,7 +119,6 @@ const fail = (code: number, message: string, timeout = false): UnaryResult => ({
 export class UnaryChannel {
   private session: http2.ClientHttp2Session | undefined;
   private readonly origin: string;
-  private readonly authority: string;
   private readonly connectOptions: http2.SecureClientSessionOptions;
   private readonly clock: Clock;
   private backoffMs = INITIAL_BACKOFF_MS;
@@ -120,8 +130,7 @@ export class UnaryChannel {
 
   constructor(private readonly opts: UnaryChannelOptions) {
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-    this.authority = `${host}:${opts.port}`;
-    this.origin = `${opts.tls ? 'https' : 'http'}://${this.authority}`;
+    this.origin = `${opts.tls ? 'https' : 'http'}://${host}:${opts.port}`;
     this.clock = opts.clock;
     this.connectOptions = {
       settings: { enablePush: false },
@@ -133,11 +142,6 @@ export class UnaryChannel {
           }
         : {}),
     };
-  }
-
-  /** `host:port` as the `:authority` of every call. */
-  get target(): string {
-    return this.authority;
   }
 
   /** One unary call: `path` is `/package.Service/Method`, `message` the encoded request. */
