@@ -1,10 +1,11 @@
 /**
- * A lean gRPC client for unary calls on `node:http2`, for the calls a filter makes once per request
- * (ext_authz `Check`, RLS `ShouldRateLimit`). It speaks the gRPC-over-HTTP/2 wire format directly:
- * one long-lived HTTP/2 session per service, a stream per call carrying one length-prefixed message
- * each way, the status from the trailers (or a trailers-only answer). It replaces @grpc/grpc-js on
- * this path because grpc-js spends more per call than the rest of the request (a stack trace
- * captured per call, interceptor and resolver layers, a load balancer per channel).
+ * A lean gRPC client for unary calls, for the calls a filter makes once per request (ext_authz
+ * `Check`, RLS `ShouldRateLimit`). It speaks the gRPC-over-HTTP/2 wire format directly on its own
+ * HTTP/2 connection (./session.ts): one long-lived connection per service, a stream per call carrying
+ * one length-prefixed message each way, the status from the trailers (or a trailers-only answer).
+ * It replaces @grpc/grpc-js on this path because grpc-js spends more per call than the rest of the
+ * request (a stack trace captured per call, interceptor and resolver layers, a load balancer per
+ * channel), and `node:http2` because its per-stream objects cost about as much again.
  *
  * Semantics follow grpc-js without wait-for-ready, which is what the filters want:
  * - one attempt per call (the filter's failure mode decides what a failure means), except gRPC's
@@ -20,16 +21,18 @@
  *   gRPC spec gives for it.
  * Nothing throws: every outcome is a `UnaryResult`.
  */
-import http2 from 'node:http2';
-import { isIP } from 'node:net';
+import net from 'node:net';
 import tls from 'node:tls';
 import type { Clock, Timer } from '../deps.js';
+import { encodeFields } from './hpack.js';
+import { H2Session, H2Stream, type StreamOwner } from './session.js';
 
 /** The gRPC status codes this client produces itself. */
 export const Status = {
   OK: 0,
   CANCELLED: 1,
   UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
@@ -110,16 +113,72 @@ interface Call {
   readonly timeoutMs: number;
   readonly resolve: (r: UnaryResult) => void;
   done: boolean;
-  stream: http2.ClientHttp2Stream | undefined;
+  attempt: Attempt | undefined;
   timer: Timer | undefined;
 }
 
 const fail = (code: number, message: string, timeout = false): UnaryResult => ({ ok: false, code, message, timeout });
 
+/** One attempt of a call on one session: collects the answer's body, decides the result at the end. */
+class Attempt implements StreamOwner {
+  readonly stream: H2Stream;
+  private first: Buffer | undefined = undefined;
+  private rest: Buffer[] | undefined = undefined;
+  private size = 0;
+
+  constructor(
+    private readonly channel: UnaryChannel,
+    readonly session: H2Session,
+    readonly call: Call,
+    headerBlock: Buffer,
+    private readonly transparentRetry: boolean,
+  ) {
+    this.stream = new H2Stream(headerBlock, call.frame, this);
+  }
+
+  data(_stream: H2Stream, chunk: Buffer): boolean {
+    if (this.call.done) return false;
+    this.size += chunk.length;
+    const max = this.channel.maxResponseBytes;
+    if (this.size > max + 5) {
+      this.channel.finish(this.call, fail(Status.RESOURCE_EXHAUSTED, `answer larger than ${max} bytes`));
+      return false;
+    }
+    if (this.first === undefined) this.first = chunk;
+    else (this.rest ??= [this.first]).push(chunk);
+    return true;
+  }
+
+  closed(s: H2Stream): void {
+    const call = this.call;
+    if (call.done) return;
+    const finish = (result: UnaryResult): void => this.channel.finish(call, result);
+    if (!s.responded) {
+      // Never processed by the server (REFUSED_STREAM, above a GOAWAY's last stream, or not yet
+      // sent when the connection went): gRPC's transparent retry sends it once more.
+      if (this.transparentRetry && s.refused) return this.channel.attempt(call, false);
+      const why = s.connectionError ?? (s.rstCode >= 0 ? `stream reset by the server (HTTP/2 error ${s.rstCode})` : 'stream closed before an answer');
+      return finish(fail(Status.UNAVAILABLE, why));
+    }
+    if (s.status !== 200) return finish(fail(codeForHttpStatus(s.status), `HTTP status ${s.status}`));
+    if (s.grpcStatus === undefined) {
+      if (!s.ended) return finish(fail(Status.UNAVAILABLE, s.connectionError ?? `stream reset by the server (HTTP/2 error ${s.rstCode})`));
+      return finish(fail(Status.INTERNAL, 'answer ended without grpc-status'));
+    }
+    const code = Number(s.grpcStatus);
+    if (code !== Status.OK) return finish(fail(Number.isInteger(code) ? code : Status.UNKNOWN, decodeMessage(s.grpcMessage)));
+    const body = this.rest ? Buffer.concat(this.rest, this.size) : this.first;
+    if (body === undefined || body.length < 5) return finish(fail(Status.INTERNAL, 'OK without a message'));
+    if (body[0] !== 0) return finish(fail(Status.INTERNAL, 'compressed answer (no compression was offered)'));
+    const length = body.readUInt32BE(1);
+    if (length !== body.length - 5) return finish(fail(Status.INTERNAL, 'answer is not exactly one message'));
+    finish({ ok: true, message: body.subarray(5) });
+  }
+}
+
 export class UnaryChannel {
-  private session: http2.ClientHttp2Session | undefined;
-  private readonly origin: string;
-  private readonly connectOptions: http2.SecureClientSessionOptions;
+  private session: H2Session | undefined;
+  private readonly authority: string;
   private readonly clock: Clock;
   private backoffMs = INITIAL_BACKOFF_MS;
   /** After a failed connect: calls before this time fail at once. */
@@ -127,40 +186,35 @@ export class UnaryChannel {
   private lastError = '';
   private closed = false;
   private pinging = false;
+  /** Per method path: the request header block for the last timeout used with it. */
+  private readonly blocks = new Map<string, { timeoutMs: number; block: Buffer }>();
+  readonly maxResponseBytes: number;
 
   constructor(private readonly opts: UnaryChannelOptions) {
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-    this.origin = `${opts.tls ? 'https' : 'http'}://${host}:${opts.port}`;
+    this.authority = `${host}:${opts.port}`;
     this.clock = opts.clock;
-    this.connectOptions = {
-      settings: { enablePush: false },
-      maxSessionMemory: 16,
-      ...(opts.tls
-        ? {
-            ...(opts.ca !== undefined ? { ca: [...tls.rootCertificates, opts.ca.toString()] } : {}),
-            ...(isIP(opts.host) === 0 ? { servername: opts.host } : {}),
-          }
-        : {}),
-    };
+    this.maxResponseBytes = opts.maxResponseBytes;
   }
 
   /** One unary call: `path` is `/package.Service/Method`, `message` the encoded request. */
   call(path: string, message: Buffer, timeoutMs: number): Promise<UnaryResult> {
     return new Promise((resolve) => {
-      const call: Call = { path, frame: frame(message), timeoutMs, resolve, done: false, stream: undefined, timer: undefined };
+      const call: Call = { path, frame: frame(message), timeoutMs, resolve, done: false, attempt: undefined, timer: undefined };
       call.timer = this.clock.setTimeout(() => {
         this.finish(call, fail(Status.DEADLINE_EXCEEDED, `timed out after ${timeoutMs} ms`, true));
-        const stream = call.stream;
-        if (stream && !stream.destroyed) {
-          stream.close(http2.constants.NGHTTP2_CANCEL);
-          this.probe(stream.session as http2.ClientHttp2Session | undefined);
+        const a = call.attempt;
+        if (a) {
+          a.session.cancel(a.stream);
+          this.probe(a.session);
         }
       }, timeoutMs);
       this.attempt(call, true);
     });
   }
 
-  private finish(call: Call, result: UnaryResult): void {
+  /** @internal */
+  finish(call: Call, result: UnaryResult): void {
     if (call.done) return;
     call.done = true;
     this.clock.clearTimeout(call.timer);
@@ -168,145 +222,95 @@ export class UnaryChannel {
   }
 
   /**
-   * One attempt of a call. `transparentRetry`: a stream the server refused (RST_STREAM
-   * REFUSED_STREAM: the server never processed it) is sent once more, as gRPC's transparent retry
-   * does; nothing else is retried.
+   * @internal One attempt of a call. `transparentRetry`: a stream the server never processed
+   * (REFUSED_STREAM, or above a GOAWAY's last stream id) is sent once more, as gRPC's transparent
+   * retry does; nothing else is retried.
    */
-  private attempt(call: Call, transparentRetry: boolean): void {
+  attempt(call: Call, transparentRetry: boolean): void {
     const session = this.currentSession();
     if (typeof session === 'string') return this.finish(call, fail(Status.UNAVAILABLE, session));
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = session.request(
-        {
-          ':method': 'POST',
-          ':path': call.path,
-          'content-type': 'application/grpc',
-          te: 'trailers',
-          'grpc-timeout': `${Math.max(1, Math.min(99_999_999, Math.ceil(call.timeoutMs)))}m`,
-          'user-agent': USER_AGENT,
-        },
-        { endStream: false },
-      );
-    } catch (err) {
-      // Out of stream ids, or the session closed under us: the next call gets a new session.
-      this.drop(session);
-      return this.finish(call, fail(Status.UNAVAILABLE, `request not sent: ${(err as Error).message}`));
-    }
-    call.stream = stream;
-    const max = this.opts.maxResponseBytes + 5;
-    let httpStatus = 0;
-    let headers: http2.IncomingHttpHeaders | undefined;
-    let trailers: http2.IncomingHttpHeaders | undefined;
-    let first: Buffer | undefined;
-    let rest: Buffer[] | undefined;
-    let size = 0;
-    let streamError: Error | undefined;
-    const finish = (result: UnaryResult): void => this.finish(call, result);
-    stream.on('response', (h) => {
-      headers = h;
-      httpStatus = Number(h[':status']);
-    });
-    stream.on('trailers', (t) => {
-      trailers = t;
-    });
-    stream.on('data', (chunk: Buffer) => {
-      if (call.done) return;
-      size += chunk.length;
-      if (size > max) {
-        finish(fail(Status.RESOURCE_EXHAUSTED, `answer larger than ${this.opts.maxResponseBytes} bytes`));
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        return;
-      }
-      if (first === undefined) first = chunk;
-      else (rest ??= [first]).push(chunk);
-    });
-    stream.on('error', (err) => {
-      streamError = err;
-    });
-    stream.on('close', () => {
-      if (call.done) return;
-      if (headers === undefined) {
-        if (transparentRetry && stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return this.attempt(call, false);
-        const why = streamError?.message ?? (this.lastError || 'stream closed before an answer');
-        return finish(fail(Status.UNAVAILABLE, why));
-      }
-      if (httpStatus !== 200) return finish(fail(codeForHttpStatus(httpStatus), `HTTP status ${httpStatus}`));
-      // Trailers-only answers carry the status in the headers.
-      const meta = trailers ?? (headers['grpc-status'] !== undefined ? headers : undefined);
-      const statusText = meta?.['grpc-status'];
-      if (statusText === undefined) {
-        return finish(fail(streamError ? Status.UNAVAILABLE : Status.INTERNAL, streamError ? streamError.message : 'answer ended without grpc-status'));
-      }
-      const code = Number(statusText);
-      if (code !== Status.OK) return finish(fail(Number.isInteger(code) ? code : Status.UNKNOWN, decodeMessage(meta?.['grpc-message'])));
-      const body = rest ? Buffer.concat(rest, size) : first;
-      if (body === undefined || body.length < 5) return finish(fail(Status.INTERNAL, 'OK without a message'));
-      if (body[0] !== 0) return finish(fail(Status.INTERNAL, 'compressed answer (no compression was offered)'));
-      const length = body.readUInt32BE(1);
-      if (length !== body.length - 5) return finish(fail(Status.INTERNAL, 'answer is not exactly one message'));
-      finish({ ok: true, message: body.subarray(5) });
-    });
-    stream.end(call.frame);
+    const a = new Attempt(this, session, call, this.headerBlock(call.path, call.timeoutMs), transparentRetry);
+    call.attempt = a;
+    session.request(a.stream);
+  }
+
+  private headerBlock(path: string, timeoutMs: number): Buffer {
+    const cached = this.blocks.get(path);
+    if (cached && cached.timeoutMs === timeoutMs) return cached.block;
+    const block = encodeFields([
+      [':method', 'POST'],
+      [':scheme', this.opts.tls ? 'https' : 'http'],
+      [':path', path],
+      [':authority', this.authority],
+      ['content-type', 'application/grpc'],
+      ['te', 'trailers'],
+      ['grpc-timeout', `${Math.max(1, Math.min(99_999_999, Math.ceil(timeoutMs)))}m`],
+      ['user-agent', USER_AGENT],
+    ]);
+    this.blocks.set(path, { timeoutMs, block });
+    return block;
   }
 
   /** The session to send on, or why there is none. */
-  private currentSession(): http2.ClientHttp2Session | string {
+  private currentSession(): H2Session | string {
     const s = this.session;
-    if (s && !s.closed && !s.destroyed) return s;
+    if (s && !s.draining) return s;
     if (this.closed) return 'client closed';
     if (this.clock.now() < this.retryAt) return `not connected: ${this.lastError}`;
     return this.connect();
   }
 
-  private connect(): http2.ClientHttp2Session {
-    const session = http2.connect(this.origin, this.connectOptions);
-    let connected = false;
-    session.once('connect', () => {
-      connected = true;
-      this.backoffMs = INITIAL_BACKOFF_MS;
-      this.retryAt = 0;
-    });
-    session.on('error', (err: Error) => {
-      this.lastError = err.message;
-      if (!connected && this.session === session) {
-        // Fail fast until the backoff ends, then try again on the next call.
-        this.retryAt = this.clock.now() + this.backoffMs;
-        this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
-      }
-    });
-    session.on('goaway', () => this.drop(session, false));
-    session.on('close', () => this.drop(session, false));
+  private connect(): H2Session {
+    const { host, port } = this.opts;
+    const socket = this.opts.tls
+      ? tls.connect({
+          host,
+          port,
+          ALPNProtocols: ['h2'],
+          ...(this.opts.ca !== undefined ? { ca: [...tls.rootCertificates, this.opts.ca.toString()] } : {}),
+          ...(net.isIP(host) === 0 ? { servername: host } : {}),
+        })
+      : net.connect({ host, port });
+    const session: H2Session = new H2Session(
+      socket,
+      {
+        connected: () => {
+          this.backoffMs = INITIAL_BACKOFF_MS;
+          this.retryAt = 0;
+        },
+        unusable: (reason) => {
+          this.lastError = reason;
+          if (this.session !== session) return;
+          this.session = undefined;
+          if (!session.connected) {
+            // Fail fast until the backoff ends, then try again on the next call.
+            this.retryAt = this.clock.now() + this.backoffMs;
+            this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
+          }
+        },
+      },
+      this.opts.tls,
+    );
     // An idle session must not keep the process alive.
     session.unref();
     this.session = session;
     return session;
   }
 
-  private drop(session: http2.ClientHttp2Session, close = true): void {
-    if (this.session === session) this.session = undefined;
-    if (close && !session.destroyed) session.destroy();
-  }
-
   /** After a timeout: is the session still alive? Drop it when a PING is not answered in time. */
-  private probe(session: http2.ClientHttp2Session | undefined): void {
-    if (!session || this.pinging || session.destroyed || session.connecting) return;
+  private probe(session: H2Session): void {
+    if (this.pinging || session.destroyed) return;
     this.pinging = true;
     const watchdog = this.clock.setTimeout(() => {
       this.pinging = false;
-      this.lastError = 'no answer to a PING';
-      this.drop(session);
+      session.destroy('no answer to a PING');
     }, PING_TIMEOUT_MS);
     watchdog.unref?.();
-    const sent = session.ping((err) => {
+    session.ping((ok) => {
       this.clock.clearTimeout(watchdog);
       this.pinging = false;
-      if (err) this.drop(session);
+      if (!ok) session.destroy('PING failed');
     });
-    if (!sent) {
-      this.clock.clearTimeout(watchdog);
-      this.pinging = false;
-    }
   }
 
   close(): void {
