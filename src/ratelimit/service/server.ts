@@ -10,12 +10,13 @@
  * any client's deadline; the client's failure mode decides. Rules are read through `rules()` on every
  * request, so a reload applies to the next one.
  */
-import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { registered } from '../../admin/registered.js';
+import { RpcError, startUnaryServer } from '../../grpc/server.js';
+import { Status } from '../../grpc/unary.js';
 import type { Clock } from '../../deps.js';
-import { serviceDefinition, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from '../proto.js';
+import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from '../proto.js';
 import { applyReplaces, findLimit, overrideLimit } from './match.js';
 import type { Limit, RuleSet } from './rules.js';
 import { descriptorKey, StoreError, type CounterCheck, type Store } from './store.js';
@@ -70,13 +71,7 @@ export interface RateLimitServiceDeps {
   readonly storeTimeoutMs?: number;
 }
 
-/** A gRPC error with its status code. */
-export class RpcError extends Error {
-  constructor(readonly code: grpc.status, message: string) {
-    super(message);
-    this.name = 'RpcError';
-  }
-}
+export { RpcError };
 
 const UNKNOWN_DOMAIN = 'unknown';
 
@@ -105,9 +100,9 @@ export class RateLimitService {
   }
 
   private async answer(request: RateLimitRequest, domain: ReturnType<RuleSet['domains']['get']>): Promise<RateLimitResponse> {
-    if (!request.domain) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'rate limit domain must not be empty');
+    if (!request.domain) throw new RpcError(Status.INVALID_ARGUMENT, 'rate limit domain must not be empty');
     const descriptors = request.descriptors ?? [];
-    if (descriptors.length === 0) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'rate limit descriptor list must not be empty');
+    if (descriptors.length === 0) throw new RpcError(Status.INVALID_ARGUMENT, 'rate limit descriptor list must not be empty');
     const hits = Math.max(1, request.hits_addend ?? 0);
     let limits: (Limit | undefined)[] = descriptors.map((d) => {
       if (!domain) return undefined;
@@ -161,7 +156,7 @@ export class RateLimitService {
         done = true;
         clock.clearTimeout(timer);
         if (store.kind === 'redis') this.deps.metrics.redisErrors.inc();
-        reject(new RpcError(grpc.status.UNAVAILABLE, message));
+        reject(new RpcError(Status.UNAVAILABLE, message));
       };
       const timer = clock.setTimeout(() => fail(`rate limit store (${store.kind}) did not answer within ${bound} ms`), bound);
       store.check(checks, hits, clock.wallNow()).then(
@@ -190,37 +185,22 @@ export interface ServerTls {
 
 /** Serve `service` over gRPC on host:port (0 picks one): TLS when given a certificate, else cleartext. */
 export async function startRateLimitServer(service: RateLimitService, host: string, port: number, logger: Logger, tls?: ServerTls): Promise<RateLimitServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 1024 * 1024 });
-  server.addService(serviceDefinition(), {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<RateLimitRequest, RateLimitResponse>, callback: grpc.sendUnaryData<RateLimitResponse>) => {
-      service.shouldRateLimit(call.request).then(
-        (response) => callback(null, response),
-        (err: Error) => {
-          const code = err instanceof RpcError ? err.code : grpc.status.INTERNAL;
-          if (code === grpc.status.INTERNAL) logger.error({ err }, 'ShouldRateLimit failed');
-          callback({ code, details: err.message, name: 'RpcError', message: err.message });
-        },
-      );
-    },
-  });
-  const hostForBind = host.includes(':') ? `[${host}]` : host;
-  const bound = await new Promise<number>((resolve, reject) => {
-    const credentials = tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: tls.cert, private_key: tls.key }]) : grpc.ServerCredentials.createInsecure();
-    server.bindAsync(`${hostForBind}:${port}`, credentials, (err, actual) => (err ? reject(err) : resolve(actual)));
-  });
-  return {
-    address: { host, port: bound },
-    close: (graceMs = 5000) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
+  const method = serviceDefinition()['ShouldRateLimit']!;
+  const shouldRateLimit = async (message: Buffer): Promise<Buffer> => {
+    let request: RateLimitRequest;
+    try {
+      request = method.requestDeserialize(message) as RateLimitRequest;
+    } catch (err) {
+      throw new RpcError(Status.INTERNAL, `request message does not parse: ${(err as Error).message}`);
+    }
+    return method.responseSerialize(await service.shouldRateLimit(request));
   };
+  return startUnaryServer({
+    host,
+    port,
+    methods: new Map([[SHOULD_RATE_LIMIT_PATH, shouldRateLimit]]),
+    maxMessageBytes: 1024 * 1024,
+    ...(tls ? { tls } : {}),
+    onError: (_path, err) => logger.error({ err }, 'ShouldRateLimit failed'),
+  });
 }
