@@ -1,9 +1,12 @@
 /**
  * The outside services some svcproxy rows call, each in its own process:
  *
- *   node services.js authz PORT STATS_PORT  Envoy ext_authz v3 gRPC server built from Envoy's own
- *        external_auth.proto (shipped in @grpc/grpc-js-xds): answers OK, except PERMISSION_DENIED when
- *        the request carries `x-bench-deny` (so the bench can prove the filter is really in the path)
+ *   node services.js authz PORT STATS_PORT  Envoy ext_authz v3 gRPC server with messages from Envoy's
+ *        own external_auth.proto (shipped in @grpc/grpc-js-xds): answers OK, except PERMISSION_DENIED
+ *        when the request carries `x-bench-deny` (so the bench can prove the filter is really in the
+ *        path). It serves gRPC on `node:http2` directly, not on a grpc-js server: an auth server in Go
+ *        or C++ costs a few µs a check, and grpc-js's server layers (~60 µs a call on these cores)
+ *        would make the row measure them rather than the proxy.
  *   node services.js otlp PORT STATS_PORT   an OTLP/gRPC trace sink: accepts
  *        `opentelemetry.proto.collector.trace.v1.TraceService/Export` and answers an empty
  *        ExportTraceServiceResponse without decoding the spans
@@ -16,6 +19,7 @@
  * exports, checks, or access-log messages; entries: access-log entries).
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -26,15 +30,19 @@ import { eachField } from '../lib/wire.js';
 const [kind, portArg, statsArg] = process.argv.slice(2);
 const stats = { calls: 0, bytes: 0, entries: 0, streams: 0 };
 
+function listenStats(): void {
+  http.createServer((_req, res) => res.end(JSON.stringify(stats))).listen(Number(statsArg), '127.0.0.1', () => {
+    process.stdout.write(`${kind} listening on ${portArg}\n`);
+  });
+}
+
 function bind(server: grpc.Server): void {
   server.bindAsync(`127.0.0.1:${Number(portArg)}`, grpc.ServerCredentials.createInsecure(), (err) => {
     if (err) {
       process.stderr.write(`${err.message}\n`);
       process.exit(1);
     }
-    http.createServer((_req, res) => res.end(JSON.stringify(stats))).listen(Number(statsArg), '127.0.0.1', () => {
-      process.stdout.write(`${kind} listening on ${portArg}\n`);
-    });
+    listenStats();
   });
 }
 
@@ -52,19 +60,32 @@ if (kind === 'authz') {
   const loaded = grpc.loadPackageDefinition(definition) as unknown as {
     envoy: { service: { auth: { v3: { Authorization: { service: grpc.ServiceDefinition } } } } };
   };
-  const server = new grpc.Server();
-  server.addService(loaded.envoy.service.auth.v3.Authorization.service, {
-    Check: (call: grpc.ServerUnaryCall<CheckRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+  const check = loaded.envoy.service.auth.v3.Authorization.service['Check']!;
+  const allow = check.responseSerialize({ status: { code: 0 }, ok_response: {} });
+  const deny = check.responseSerialize({ status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'denied by bench' } });
+  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+  server.on('stream', (stream, headers) => {
+    stream.on('error', () => undefined);
+    if (headers[':path'] !== check.path) {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => {
       stats.calls++;
-      const headers = call.request.attributes?.request?.http?.headers ?? {};
-      if (headers['x-bench-deny'] !== undefined) {
-        callback(null, { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'denied by bench' } });
-      } else {
-        callback(null, { status: { code: 0 }, ok_response: {} });
-      }
-    },
+      const body = Buffer.concat(chunks);
+      const request = check.requestDeserialize(body.subarray(5)) as CheckRequest;
+      const reply = request.attributes?.request?.http?.headers?.['x-bench-deny'] !== undefined ? deny : allow;
+      const out = Buffer.alloc(5 + reply.length);
+      out.writeUInt32BE(reply.length, 1);
+      reply.copy(out, 5);
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(out);
+    });
   });
-  bind(server);
+  server.listen(Number(portArg), '127.0.0.1', listenStats);
 } else if (kind === 'otlp') {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   server.addService(
