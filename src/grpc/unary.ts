@@ -66,6 +66,8 @@ export interface UnaryChannelOptions {
   /** Answers larger than this are refused with RESOURCE_EXHAUSTED. */
   readonly maxResponseBytes: number;
   readonly clock: Clock;
+  /** Extra request headers (custom metadata) on every call, e.g. `authorization`. */
+  readonly metadata?: readonly (readonly [string, string])[];
 }
 
 const INITIAL_BACKOFF_MS = 100;
@@ -246,6 +248,7 @@ export class UnaryChannel {
       ['te', 'trailers'],
       ['grpc-timeout', `${Math.max(1, Math.min(99_999_999, Math.ceil(timeoutMs)))}m`],
       ['user-agent', USER_AGENT],
+      ...(this.opts.metadata ?? []),
     ]);
     this.blocks.set(path, { timeoutMs, block });
     return block;

@@ -96,16 +96,10 @@ export function tracingMetrics(registry: Registry): TracingMetrics {
   };
 }
 
-/** Loads the OTLP exporter for a spec on first use, so an unused protocol's modules are never loaded. */
+/** The OTLP exporter for a spec (./otlp.ts: gRPC or HTTP/protobuf). */
 async function loadExporter(spec: ExporterSpec, timeoutMillis: number): Promise<SpanExporter> {
-  if (spec.protocol === 'grpc') {
-    const [{ OTLPTraceExporter }, grpc] = await Promise.all([import('@opentelemetry/exporter-trace-otlp-grpc'), import('@grpc/grpc-js')]);
-    const metadata = new grpc.Metadata();
-    if (spec.authorization) metadata.set('authorization', spec.authorization);
-    return new OTLPTraceExporter({ url: spec.url, credentials: grpc.credentials.createInsecure(), metadata, timeoutMillis });
-  }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter({ url: spec.url, headers: spec.authorization ? { authorization: spec.authorization } : {}, timeoutMillis });
+  const { OtlpExporter } = await import('./otlp.js');
+  return new OtlpExporter(spec, timeoutMillis);
 }
 
 export type ExporterFactory = (spec: ExporterSpec) => SpanExporter | Promise<SpanExporter>;

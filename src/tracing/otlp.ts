@@ -1,0 +1,424 @@
+/**
+ * The OTLP trace exporter: finished spans encoded straight into an `ExportTraceServiceRequest`
+ * (opentelemetry-proto's collector/trace/v1) and sent over OTLP/gRPC (on our unary gRPC client) or
+ * OTLP/HTTP with protobuf bodies (undici). It replaces @opentelemetry/exporter-trace-otlp-* because
+ * their serializer measures every message before writing it and converts ids and times through
+ * intermediate objects, which cost the proxy about as much per request as making the spans; here each
+ * batch is written once into one growing buffer.
+ *
+ * Delivery as the OTLP spec says (and as the OpenTelemetry exporters do): a failed export is retried
+ * when the answer is retryable (gRPC CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
+ * OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS; HTTP 429, 502, 503, 504; a connection that failed), up to 5
+ * attempts with exponential backoff (1 s × 1.5ⁿ, jittered, at most 5 s; HTTP Retry-After honored),
+ * all within the export's timeout; anything else fails the batch at once.
+ */
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { Attributes, AttributeValue } from '@opentelemetry/api';
+import { Agent, request } from 'undici';
+import { systemClock } from '../deps.js';
+import { Status, UnaryChannel } from '../grpc/unary.js';
+import type { ExporterSpec } from './config.js';
+
+export const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+
+/**
+ * A protobuf writer into one growing buffer. Nested messages reserve one byte for their length (most
+ * are under 128 bytes) and move their content only when it is longer. ASCII strings and hex ids are
+ * written byte by byte in JavaScript: for the short strings of a span that is cheaper than a call
+ * into Buffer's C++ per string.
+ */
+class Writer {
+  buf = Buffer.allocUnsafe(64 * 1024);
+  pos = 0;
+
+  private room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n + 1024));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  varint(v: number): void {
+    this.room(10);
+    const buf = this.buf;
+    while (v > 0x7f) {
+      buf[this.pos++] = (v & 0x7f) | 0x80;
+      v = Math.floor(v / 128);
+    }
+    buf[this.pos++] = v;
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint((field << 3) | wire);
+  }
+
+  /** Start nested message `field`: its tag, one byte reserved for the length; returns where the content starts. */
+  begin(field: number): number {
+    this.tag(field, 2);
+    this.room(1);
+    this.pos++;
+    return this.pos;
+  }
+
+  /** End the nested message whose content started at `start`. */
+  end(start: number): void {
+    const length = this.pos - start;
+    if (length < 0x80) {
+      this.buf[start - 1] = length;
+      return;
+    }
+    const extra = varintSize(length) - 1;
+    this.room(extra);
+    this.buf.copyWithin(start + extra, start, this.pos);
+    let at = start - 1;
+    let v = length;
+    while (v > 0x7f) {
+      this.buf[at++] = (v & 0x7f) | 0x80;
+      v = Math.floor(v / 128);
+    }
+    this.buf[at] = v;
+    this.pos += extra;
+  }
+
+  string(field: number, s: string): void {
+    this.tag(field, 2);
+    const n = s.length;
+    if (n < 0x80) {
+      // ASCII (the usual case) fits as it is; anything else goes through Buffer's UTF-8 encoder.
+      this.room(n + 1);
+      const buf = this.buf;
+      const at = this.pos;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) break;
+        buf[at + 1 + i] = c;
+      }
+      if (i === n) {
+        buf[at] = n;
+        this.pos = at + 1 + n;
+        return;
+      }
+    }
+    const bytes = Buffer.byteLength(s);
+    this.varint(bytes);
+    this.room(bytes);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /** A lowercase or uppercase hex id as bytes. */
+  hex(field: number, hex: string): void {
+    const n = hex.length >> 1;
+    this.tag(field, 2);
+    this.varint(n);
+    this.room(n);
+    const buf = this.buf;
+    for (let i = 0; i < n; i++) buf[this.pos++] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+  }
+
+  bytes(field: number, b: Uint8Array): void {
+    this.tag(field, 2);
+    this.varint(b.length);
+    this.room(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+  }
+
+  /** An int64 varint (two's complement for negatives: ten bytes). */
+  int64(field: number, v: number): void {
+    this.tag(field, 0);
+    if (v >= 0) return this.varint(v);
+    this.room(10);
+    let big = BigInt.asUintN(64, BigInt(v));
+    while (big > 0x7fn) {
+      this.buf[this.pos++] = Number(big & 0x7fn) | 0x80;
+      big >>= 7n;
+    }
+    this.buf[this.pos++] = Number(big);
+  }
+
+  double(field: number, v: number): void {
+    this.tag(field, 1);
+    this.room(8);
+    this.pos = this.buf.writeDoubleLE(v, this.pos);
+  }
+
+  fixed32(field: number, v: number): void {
+    this.tag(field, 5);
+    this.room(4);
+    this.u32(v >>> 0);
+  }
+
+  private u32(v: number): void {
+    const buf = this.buf;
+    buf[this.pos++] = v & 0xff;
+    buf[this.pos++] = (v >>> 8) & 0xff;
+    buf[this.pos++] = (v >>> 16) & 0xff;
+    buf[this.pos++] = v >>> 24;
+  }
+
+  /**
+   * An OpenTelemetry HrTime as fixed64 nanoseconds since the epoch, in exact double arithmetic:
+   * seconds split in 16-bit halves so every product stays below 2^53.
+   */
+  time(field: number, t: readonly [number, number]): void {
+    this.tag(field, 1);
+    this.room(8);
+    const [sec, nanos] = t;
+    const a = (sec % 65536) * 1e9 + nanos; // < 2^47
+    const b = Math.floor(sec / 65536) * 1e9; // the part worth 2^16 more
+    let lo = (b % 65536) * 65536 + (a % 4294967296);
+    const carry = Math.floor(lo / 4294967296);
+    lo -= carry * 4294967296;
+    const hi = Math.floor(b / 65536) + Math.floor(a / 4294967296) + carry;
+    this.u32(lo);
+    this.u32(hi);
+  }
+
+  result(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.pos));
+  }
+}
+
+function nibble(c: number): number {
+  // '0'-'9' → 0-9, 'a'-'f' / 'A'-'F' → 10-15
+  return c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57;
+}
+
+function varintSize(v: number): number {
+  let n = 1;
+  while (v > 0x7f) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+/** AnyValue: string 1, bool 2, int 3, double 4, array 5 (ArrayValue.values 1), bytes 7. */
+function anyValue(w: Writer, field: number, v: AttributeValue | Uint8Array | null | undefined): void {
+  const start = w.begin(field);
+  if (typeof v === 'string') w.string(1, v);
+  else if (typeof v === 'number') {
+    if (Number.isInteger(v)) w.int64(3, v);
+    else w.double(4, v);
+  } else if (typeof v === 'boolean') {
+    w.tag(2, 0);
+    w.varint(v ? 1 : 0);
+  } else if (v instanceof Uint8Array) w.bytes(7, v);
+  else if (Array.isArray(v)) {
+    const array = w.begin(5);
+    for (const item of v) anyValue(w, 1, item);
+    w.end(array);
+  }
+  w.end(start);
+}
+
+/** KeyValue { key 1, value 2 } for each attribute. */
+function attributes(w: Writer, field: number, attrs: Attributes): void {
+  for (const key in attrs) {
+    const v = attrs[key];
+    if (v === undefined) continue;
+    const start = w.begin(field);
+    w.string(1, key);
+    anyValue(w, 2, v);
+    w.end(start);
+  }
+}
+
+/** OTel JS SpanKind (INTERNAL 0 …) → OTLP (UNSPECIFIED 0, INTERNAL 1 …). */
+const kindOf = (k: number): number => k + 1;
+
+function span(w: Writer, field: number, s: ReadableSpan): void {
+  const start = w.begin(field);
+  const ctx = s.spanContext();
+  w.hex(1, ctx.traceId);
+  w.hex(2, ctx.spanId);
+  const state = ctx.traceState?.serialize();
+  if (state) w.string(3, state);
+  const parent = s.parentSpanContext;
+  if (parent?.spanId) w.hex(4, parent.spanId);
+  w.string(5, s.name);
+  w.tag(6, 0);
+  w.varint(kindOf(s.kind));
+  w.time(7, s.startTime);
+  w.time(8, s.endTime);
+  attributes(w, 9, s.attributes);
+  if (s.droppedAttributesCount) {
+    w.tag(10, 0);
+    w.varint(s.droppedAttributesCount);
+  }
+  for (const e of s.events) {
+    const ev = w.begin(11);
+    w.time(1, e.time);
+    w.string(2, e.name);
+    if (e.attributes) attributes(w, 3, e.attributes);
+    if (e.droppedAttributesCount) {
+      w.tag(4, 0);
+      w.varint(e.droppedAttributesCount);
+    }
+    w.end(ev);
+  }
+  if (s.droppedEventsCount) {
+    w.tag(12, 0);
+    w.varint(s.droppedEventsCount);
+  }
+  for (const l of s.links) {
+    const link = w.begin(13);
+    w.hex(1, l.context.traceId);
+    w.hex(2, l.context.spanId);
+    const ls = l.context.traceState?.serialize();
+    if (ls) w.string(3, ls);
+    if (l.attributes) attributes(w, 4, l.attributes);
+    w.end(link);
+  }
+  if (s.droppedLinksCount) {
+    w.tag(14, 0);
+    w.varint(s.droppedLinksCount);
+  }
+  // Always present, as the OpenTelemetry serializer writes it (empty when unset).
+  const st = w.begin(15);
+  if (s.status.message) w.string(2, s.status.message);
+  if (s.status.code) {
+    w.tag(3, 0);
+    w.varint(s.status.code);
+  }
+  w.end(st);
+  // SpanFlags: the W3C trace flags, and whether the parent is known remote (HAS_IS_REMOTE | IS_REMOTE).
+  w.fixed32(16, (ctx.traceFlags & 0xff) | 0x100 | (parent?.isRemote ? 0x200 : 0));
+  w.end(start);
+}
+
+/** `ExportTraceServiceRequest` for a batch: one ResourceSpans per resource, one ScopeSpans per scope. */
+export function encodeExportRequest(spans: readonly ReadableSpan[]): Buffer {
+  const byResource = new Map<ReadableSpan['resource'], Map<string, ReadableSpan[]>>();
+  for (const s of spans) {
+    let scopes = byResource.get(s.resource);
+    if (!scopes) byResource.set(s.resource, (scopes = new Map()));
+    const scope = s.instrumentationScope;
+    const key = `${scope.name}\n${scope.version ?? ''}\n${scope.schemaUrl ?? ''}`;
+    let list = scopes.get(key);
+    if (!list) scopes.set(key, (list = []));
+    list.push(s);
+  }
+  const w = new Writer();
+  for (const [resource, scopes] of byResource) {
+    const rs = w.begin(1);
+    const res = w.begin(1);
+    attributes(w, 1, resource.attributes);
+    w.end(res);
+    for (const list of scopes.values()) {
+      const ss = w.begin(2);
+      const scope = list[0]!.instrumentationScope;
+      const sc = w.begin(1);
+      w.string(1, scope.name);
+      if (scope.version) w.string(2, scope.version);
+      w.end(sc);
+      for (const s of list) span(w, 2, s);
+      if (scope.schemaUrl) w.string(3, scope.schemaUrl);
+      w.end(ss);
+    }
+    if (resource.schemaUrl) w.string(3, resource.schemaUrl);
+    w.end(rs);
+  }
+  return w.result();
+}
+
+const RETRYABLE_GRPC = new Set<number>([Status.CANCELLED, Status.DEADLINE_EXCEEDED, Status.RESOURCE_EXHAUSTED, 10 /* ABORTED */, 11 /* OUT_OF_RANGE */, Status.UNAVAILABLE, 15 /* DATA_LOSS */]);
+const RETRYABLE_HTTP = new Set([429, 502, 503, 504]);
+const MAX_ATTEMPTS = 5;
+
+/** One attempt's outcome: done, or retry (after `afterMs` if the server said when). */
+type Attempt = { ok: true } | { ok: false; retry: boolean; afterMs?: number; error: string };
+
+export class OtlpExporter implements SpanExporter {
+  private readonly channel: UnaryChannel | undefined;
+  private readonly agent: Agent | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private stopped = false;
+
+  constructor(
+    private readonly spec: ExporterSpec,
+    private readonly timeoutMillis: number,
+  ) {
+    if (spec.protocol === 'grpc') {
+      const url = new URL(spec.url);
+      this.channel = new UnaryChannel({
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(url.port || 80),
+        tls: false,
+        maxResponseBytes: 64 * 1024,
+        clock: systemClock,
+        ...(spec.authorization ? { metadata: [['authorization', spec.authorization]] as const } : {}),
+      });
+    } else {
+      this.agent = new Agent({ connections: 2, keepAliveTimeout: 30_000 });
+    }
+  }
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    if (this.stopped) return done({ code: ExportResultCode.FAILED, error: new Error('exporter shut down') });
+    const body = encodeExportRequest(spans);
+    const p = this.deliver(body).then(
+      () => done({ code: ExportResultCode.SUCCESS }),
+      (error: Error) => done({ code: ExportResultCode.FAILED, error }),
+    );
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  private async deliver(body: Buffer): Promise<void> {
+    const deadline = Date.now() + this.timeoutMillis;
+    let backoff = 1000;
+    for (let attempt = 1; ; attempt++) {
+      const left = deadline - Date.now();
+      const r = await this.send(body, left);
+      if (r.ok) return;
+      if (!r.retry || attempt >= MAX_ATTEMPTS) throw new Error(r.error);
+      const wait = r.afterMs ?? Math.min(5000, backoff) * (0.8 + Math.random() * 0.4);
+      backoff *= 1.5;
+      if (Date.now() + wait >= deadline) throw new Error(`${r.error} (no time left to retry)`);
+      await new Promise((resolve) => setTimeout(resolve, wait).unref());
+    }
+  }
+
+  private async send(body: Buffer, timeoutMs: number): Promise<Attempt> {
+    if (this.channel) {
+      const r = await this.channel.call(EXPORT_PATH, body, Math.max(1, timeoutMs));
+      if (r.ok) return { ok: true };
+      return { ok: false, retry: RETRYABLE_GRPC.has(r.code), error: `OTLP/gRPC export failed: ${r.message} (gRPC status ${r.code})` };
+    }
+    try {
+      const res = await request(this.spec.url, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-protobuf', ...(this.spec.authorization ? { authorization: this.spec.authorization } : {}) },
+        dispatcher: this.agent!,
+        headersTimeout: Math.max(1, timeoutMs),
+        bodyTimeout: Math.max(1, timeoutMs),
+      });
+      await res.body.dump();
+      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true };
+      const after = Number(res.headers['retry-after']);
+      return {
+        ok: false,
+        retry: RETRYABLE_HTTP.has(res.statusCode),
+        ...(Number.isFinite(after) && after >= 0 ? { afterMs: after * 1000 } : {}),
+        error: `OTLP/HTTP export failed: HTTP ${res.statusCode}`,
+      };
+    } catch (err) {
+      return { ok: false, retry: true, error: `OTLP/HTTP export failed: ${(err as Error).message}` };
+    }
+  }
+
+  async forceFlush(): Promise<void> {
+    await Promise.all([...this.inFlight]);
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    await this.forceFlush();
+    this.channel?.close();
+    await this.agent?.close();
+  }
+}
