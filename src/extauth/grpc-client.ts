@@ -9,8 +9,9 @@
  * result for the failure mode; nothing throws.
  */
 import type { Clock } from '../deps.js';
+import { directEncoder } from '../grpc/codec.js';
 import { statusName, UnaryChannel } from '../grpc/unary.js';
-import { authWire, type CheckResponseObject } from './proto.js';
+import { authWire, PROTO_DIR, type CheckResponseObject } from './proto.js';
 
 export type GrpcCallResult =
   | { readonly ok: true; readonly response: CheckResponseObject }
@@ -31,6 +32,8 @@ export const MAX_RESPONSE_BYTES = 1 << 20;
 export class GrpcAuthClient {
   private readonly channel: UnaryChannel;
   private readonly method = authWire().check;
+  /** The CheckRequest built by attributes.ts is already in the shape protobuf.js encodes. */
+  private readonly encode = directEncoder<object>(PROTO_DIR, 'envoy/service/auth/v3/external_auth.proto', 'envoy.service.auth.v3.CheckRequest');
 
   constructor(opts: GrpcAuthClientOptions) {
     this.channel = new UnaryChannel({
@@ -46,7 +49,7 @@ export class GrpcAuthClient {
   async check(request: object, timeoutMs: number): Promise<GrpcCallResult> {
     let encoded: Buffer;
     try {
-      encoded = this.method.requestSerialize(request);
+      encoded = this.encode(request);
     } catch (err) {
       return { ok: false, reason: `request not encoded: ${(err as Error).message}`, timeout: false };
     }
