@@ -16,7 +16,6 @@ import { createContextKey, TraceFlags, type Context, type Tracer } from '@opente
 import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
-  BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
   SamplingDecision,
@@ -31,6 +30,7 @@ import type { Counter, Registry } from 'prom-client';
 import { sharedCounter } from '../admin/registered.js';
 import type { Logger } from 'pino';
 import type { ExporterSpec } from './config.js';
+import { LeanTracer } from './span.js';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -221,7 +221,7 @@ export class TracerEntry {
   /** Resolves once the provider has been shut down. */
   readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
 
-  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly provider: BasicTracerProvider) {}
+  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly provider: { shutdown(): Promise<void>; forceFlush(): Promise<void> }) {}
 
   release(): void {
     if (--this.active === 0 && this.retired) void this.shutdown();
@@ -299,12 +299,10 @@ export class TracerPool {
       maxExportBatchSize: Math.min(batch.maxExportBatchSize ?? 512, maxQueueSize),
       exportTimeoutMillis,
     });
-    const provider = new BasicTracerProvider({
-      resource: defaultResource().merge(resourceFromAttributes({ ...this.opts.resource, 'service.version': VERSION })),
-      sampler: samplerFor(spec.ratio),
-      spanProcessors: [new BoundedProcessor(processor, queue, maxQueueSize, this.opts.metrics)],
-    });
+    const bounded = new BoundedProcessor(processor, queue, maxQueueSize, this.opts.metrics);
+    const resource = defaultResource().merge(resourceFromAttributes({ ...this.opts.resource, 'service.version': VERSION }));
+    const tracer = new LeanTracer(resource, { name: 'svcproxy', version: VERSION }, samplerFor(spec.ratio), bounded);
     this.log.info({ exporter: spec.url, protocol: spec.protocol, sampling: spec.ratio * 100 }, 'tracing exporter ready');
-    return new TracerEntry(spec, provider.getTracer('svcproxy', VERSION), provider);
+    return new TracerEntry(spec, tracer, bounded);
   }
 }

@@ -1,0 +1,215 @@
+/**
+ * The proxy's own spans: a `Tracer` and `Span` with the OpenTelemetry API's contract (the same
+ * sampling with the SDK's samplers, ids from the SDK's generator, span context, attributes, status,
+ * events, links, end) that hand finished spans to an SDK `SpanProcessor` as `ReadableSpan`s. They
+ * replace the SDK's `Tracer`/`SpanImpl` on the request path because those cost more per request than
+ * the rest of tracing together: every span reads two clocks and computes a performance-time offset,
+ * validates each attribute value deeply, and records self-observability metrics.
+ *
+ * Differences from the SDK, none visible in what is exported for our spans: times are taken as given
+ * (the proxy always passes epoch milliseconds); attribute values are kept as they are given (the
+ * proxy's own strings, numbers and booleans; null and undefined are ignored, as in the SDK), up to the
+ * SDK's default limit of 128 attributes a span (more are counted as dropped); events and links keep
+ * the SDK's default limits of 128.
+ */
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+  type Attributes,
+  type AttributeValue,
+  type Context,
+  type Exception,
+  type HrTime,
+  type Link,
+  type Span,
+  type SpanContext,
+  type SpanOptions,
+  type SpanStatus,
+  type TimeInput,
+  type Tracer,
+} from '@opentelemetry/api';
+import { hrTimeDuration, millisToHrTime } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import { RandomIdGenerator, SamplingDecision, type ReadableSpan, type Sampler, type SpanProcessor, type TimedEvent } from '@opentelemetry/sdk-trace-base';
+
+const LIMIT = 128;
+const ids = new RandomIdGenerator();
+
+function timeOf(t: TimeInput | undefined): HrTime {
+  if (t === undefined) return millisToHrTime(Date.now());
+  if (typeof t === 'number') return millisToHrTime(t);
+  if (t instanceof Date) return millisToHrTime(t.getTime());
+  return t;
+}
+
+export interface Scope {
+  readonly name: string;
+  readonly version?: string;
+}
+
+export class LeanSpan implements Span, ReadableSpan {
+  readonly attributes: Attributes = {};
+  readonly links: Link[] = [];
+  readonly events: TimedEvent[] = [];
+  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  endTime: HrTime = [0, 0];
+  duration: HrTime = [0, 0];
+  ended = false;
+  droppedAttributesCount = 0;
+  droppedEventsCount = 0;
+  droppedLinksCount = 0;
+  private count = 0;
+
+  constructor(
+    private readonly ctx: SpanContext,
+    public name: string,
+    readonly kind: SpanKind,
+    readonly startTime: HrTime,
+    readonly parentSpanContext: SpanContext | undefined,
+    readonly resource: Resource,
+    readonly instrumentationScope: Scope,
+    private readonly processor: SpanProcessor,
+  ) {}
+
+  spanContext(): SpanContext {
+    return this.ctx;
+  }
+
+  setAttribute(key: string, value: AttributeValue | undefined): this {
+    if (value == null || this.ended || key.length === 0) return this;
+    if (this.attributes[key] === undefined) {
+      if (this.count >= LIMIT) {
+        this.droppedAttributesCount++;
+        return this;
+      }
+      this.count++;
+    }
+    this.attributes[key] = value;
+    return this;
+  }
+
+  setAttributes(attributes: Attributes): this {
+    for (const key in attributes) this.setAttribute(key, attributes[key]);
+    return this;
+  }
+
+  addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
+    if (this.ended) return this;
+    let attributes: Attributes = {};
+    if (attributesOrTime !== undefined && (typeof attributesOrTime === 'number' || attributesOrTime instanceof Date || Array.isArray(attributesOrTime))) {
+      time ??= attributesOrTime as TimeInput;
+    } else if (attributesOrTime) {
+      attributes = { ...(attributesOrTime as Attributes) };
+    }
+    if (this.events.length >= LIMIT) {
+      this.events.shift();
+      this.droppedEventsCount++;
+    }
+    this.events.push({ name, attributes, time: timeOf(time), droppedAttributesCount: 0 });
+    return this;
+  }
+
+  addLink(link: Link): this {
+    if (this.ended) return this;
+    if (this.links.length >= LIMIT) {
+      this.links.shift();
+      this.droppedLinksCount++;
+    }
+    this.links.push(link.attributes ? { context: link.context, attributes: { ...link.attributes } } : { context: link.context });
+    return this;
+  }
+
+  addLinks(links: Link[]): this {
+    for (const l of links) this.addLink(l);
+    return this;
+  }
+
+  /** As the SDK: UNSET is ignored, OK is final, a message is kept only with ERROR. */
+  setStatus(status: SpanStatus): this {
+    if (this.ended || status.code === SpanStatusCode.UNSET || this.status.code === SpanStatusCode.OK) return this;
+    this.status = status.code === SpanStatusCode.ERROR && typeof status.message === 'string' ? { code: status.code, message: status.message } : { code: status.code };
+    return this;
+  }
+
+  updateName(name: string): this {
+    if (!this.ended) this.name = name;
+    return this;
+  }
+
+  end(endTime?: TimeInput): void {
+    if (this.ended) return;
+    this.endTime = timeOf(endTime);
+    this.duration = hrTimeDuration(this.startTime, this.endTime);
+    if (this.duration[0] < 0) {
+      this.endTime = [this.startTime[0], this.startTime[1]];
+      this.duration = [0, 0];
+    }
+    this.ended = true;
+    this.processor.onEnd(this);
+  }
+
+  isRecording(): boolean {
+    return !this.ended;
+  }
+
+  recordException(exception: Exception, time?: TimeInput): void {
+    const attributes: Attributes = {};
+    if (typeof exception === 'string') attributes['exception.message'] = exception;
+    else {
+      const type = exception.code !== undefined ? String(exception.code) : exception.name;
+      if (type) attributes['exception.type'] = type;
+      if (exception.message) attributes['exception.message'] = exception.message;
+      if (exception.stack) attributes['exception.stacktrace'] = exception.stack;
+    }
+    this.addEvent('exception', attributes, time);
+  }
+}
+
+/** Starts `LeanSpan`s with the SDK's sampling rules (`Tracer.startSpan` of sdk-trace-base 2.x). */
+export class LeanTracer implements Tracer {
+  constructor(
+    private readonly resource: Resource,
+    private readonly scope: Scope,
+    private readonly sampler: Sampler,
+    private readonly processor: SpanProcessor,
+  ) {}
+
+  startSpan(name: string, options: SpanOptions = {}, context?: Context): Span {
+    const parent = context && !options.root ? trace.getSpanContext(context) : undefined;
+    const spanId = ids.generateSpanId();
+    let traceId: string;
+    let traceState = undefined;
+    let validParent: SpanContext | undefined;
+    if (parent && trace.isSpanContextValid(parent)) {
+      traceId = parent.traceId;
+      traceState = parent.traceState;
+      validParent = parent;
+    } else {
+      traceId = ids.generateTraceId();
+    }
+    const kind = options.kind ?? SpanKind.INTERNAL;
+    const links = options.links ?? [];
+    const attributes = options.attributes ?? {};
+    const sampling = this.sampler.shouldSample(context ?? ROOT_CONTEXT, traceId, name, kind, attributes, links);
+    const sc: SpanContext = {
+      traceId,
+      spanId,
+      traceFlags: sampling.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      ...((sampling.traceState ?? traceState) ? { traceState: sampling.traceState ?? traceState } : {}),
+    };
+    if (sampling.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(sc);
+    const span = new LeanSpan(sc, name, kind, timeOf(options.startTime), validParent, this.resource, this.scope, this.processor);
+    span.setAttributes(attributes);
+    if (sampling.attributes) span.setAttributes(sampling.attributes);
+    for (const l of links) span.addLink(l);
+    this.processor.onStart(span, context ?? ROOT_CONTEXT);
+    return span;
+  }
+
+  startActiveSpan<F extends (span: Span) => unknown>(): ReturnType<F> {
+    throw new Error('startActiveSpan is not used by the proxy');
+  }
+}
