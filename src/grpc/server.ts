@@ -17,6 +17,7 @@
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { grpcMessage } from '../proxy/errors.js';
 import { Status } from './unary.js';
 
 /** A gRPC failure a method raises on purpose (its code is the answer's `grpc-status`). */
@@ -46,26 +47,12 @@ export interface UnaryServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/**
- * grpc-message is percent-encoded as the gRPC spec says: the UTF-8 bytes outside printable ASCII,
- * and '%' itself; everything else as it is (grpc-js decodes with `decodeURI`, which would leave an
- * escaped ':' or ',' escaped).
- */
-export function encodeGrpcMessage(message: string): string {
-  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
-  let out = '';
-  for (const byte of Buffer.from(message, 'utf8')) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}
-
 const OK_HEADERS = { ':status': 200, 'content-type': 'application/grpc' };
 const OK_TRAILERS = { 'grpc-status': '0' };
 
 function failure(stream: http2.ServerHttp2Stream, code: number, message: string): void {
   if (stream.destroyed || stream.headersSent) return;
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(message) }, { endStream: true });
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': grpcMessage(message) }, { endStream: true });
 }
 
 function answer(stream: http2.ServerHttp2Stream, message: Buffer): void {
