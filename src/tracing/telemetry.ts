@@ -316,7 +316,7 @@ export class Telemetry implements RequestTelemetry {
     st.span = span;
     st.ctx = trace.setSpan(parent, span);
     if (!span.isRecording()) return;
-    // One setAttribute per key: building an object first only to have the SDK copy it costs more.
+    // One setAttribute per key: building an object first only to have the span copy it costs more.
     const v = this.vendor;
     const attrs = tracing.attributes;
     for (const key in attrs) span.setAttribute(key, attrs[key]!);

@@ -1,12 +1,13 @@
 /**
- * The OpenTelemetry SDK side: one tracer provider per distinct exporter (protocol, URL,
- * authorization, sampling), each with `ParentBased(TraceIdRatioBased)` sampling and a
- * `BatchSpanProcessor`, so export is batched and off the request path. This module is loaded only
- * when some GVC traces (the SDK costs start-up time a proxy without tracing should not pay).
+ * The tracing side: one tracer per distinct exporter (protocol, URL, authorization, sampling): the
+ * proxy's own spans (./span.ts) with the SDK's `ParentBased(TraceIdRatioBased)` sampling and its
+ * `BatchSpanProcessor`, so export is batched and off the request path, through our OTLP exporter
+ * (./otlp.ts). This module is loaded only when some GVC traces (the SDK costs start-up time a proxy
+ * without tracing should not pay).
  *
  * Failure modes: an exporter that is down or slow never fails or delays a request. Spans beyond the
  * queue bound (2048) are dropped, and so are spans of a batch whose export failed (after the OTLP
- * exporter's own retries); both are counted in `svcproxy_tracing_spans_dropped_total{reason}` and the
+ * exporter's retries); both are counted in `svcproxy_tracing_spans_dropped_total{reason}` and the
  * failures in `svcproxy_tracing_export_errors_total`, and logged at most every 30 s per exporter.
  * On reload, providers nobody needs any more are shut down (flushing what they hold) once their
  * requests in flight have ended, or after 30 s.
