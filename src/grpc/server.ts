@@ -18,7 +18,7 @@
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { grpcMessage } from '../proxy/errors.js';
-import { Status } from './unary.js';
+import { grpcFrame, MessageBody, Status } from './unary.js';
 
 /** A gRPC failure a method raises on purpose (its code is the answer's `grpc-status`). */
 export class RpcError extends Error {
@@ -57,13 +57,9 @@ function failure(stream: http2.ServerHttp2Stream, code: number, message: string)
 
 function answer(stream: http2.ServerHttp2Stream, message: Buffer): void {
   if (stream.destroyed || stream.headersSent) return;
-  const out = Buffer.allocUnsafe(5 + message.length);
-  out[0] = 0;
-  out.writeUInt32BE(message.length, 1);
-  message.copy(out, 5);
   stream.respond(OK_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-  stream.end(out);
+  stream.end(grpcFrame(message));
 }
 
 function serve(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, opts: UnaryServerOptions): void {
@@ -83,29 +79,20 @@ function serve(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeade
     failure(stream, Status.UNIMPLEMENTED, `unknown method ${path}`);
     return;
   }
-  const max = opts.maxMessageBytes + 5;
-  let first: Buffer | undefined;
-  let rest: Buffer[] | undefined;
-  let size = 0;
+  const body = new MessageBody(opts.maxMessageBytes);
   let refused = false;
   stream.on('data', (chunk: Buffer) => {
     if (refused) return;
-    size += chunk.length;
-    if (size > max) {
+    if (!body.add(chunk)) {
       refused = true;
       failure(stream, Status.RESOURCE_EXHAUSTED, `request message larger than ${opts.maxMessageBytes} bytes`);
-      return;
     }
-    if (first === undefined) first = chunk;
-    else (rest ??= [first]).push(chunk);
   });
   stream.on('end', () => {
     if (refused) return;
-    const body = rest ? Buffer.concat(rest, size) : first;
-    if (body === undefined || body.length < 5) return failure(stream, Status.INTERNAL, 'request without a message');
-    if (body[0] !== 0) return failure(stream, Status.INTERNAL, 'compressed request (no compression was offered)');
-    if (body.readUInt32BE(1) !== body.length - 5) return failure(stream, Status.INTERNAL, 'request is not exactly one message');
-    method(body.subarray(5)).then(
+    const message = body.message('request', 'request without a message');
+    if (typeof message === 'string') return failure(stream, Status.INTERNAL, message);
+    method(message).then(
       (reply) => answer(stream, reply),
       (err: Error) => {
         if (err instanceof RpcError) return failure(stream, err.code, err.message);

@@ -101,12 +101,43 @@ function decodeMessage(raw: string | string[] | undefined): string {
   }
 }
 
-function frame(message: Buffer): Buffer {
+/** A gRPC length-prefixed message (uncompressed). */
+export function grpcFrame(message: Buffer): Buffer {
   const out = Buffer.allocUnsafe(5 + message.length);
   out[0] = 0;
   out.writeUInt32BE(message.length, 1);
   message.copy(out, 5);
   return out;
+}
+
+/** A unary stream's body, collected chunk by chunk up to a bound (one message and its prefix). */
+export class MessageBody {
+  private first: Buffer | undefined = undefined;
+  private rest: Buffer[] | undefined = undefined;
+  private size = 0;
+
+  constructor(private readonly maxMessageBytes: number) {}
+
+  /** Keep a chunk; false once the body is larger than one message within the bound can be. */
+  add(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    if (this.size > this.maxMessageBytes + 5) return false;
+    if (this.first === undefined) this.first = chunk;
+    else (this.rest ??= [this.first]).push(chunk);
+    return true;
+  }
+
+  /**
+   * The one uncompressed message the body must be, or why it is not: `what` names the message
+   * (`answer`, `request`), `empty` is what is said of a body without one.
+   */
+  message(what: string, empty: string): Buffer | string {
+    const body = this.rest ? Buffer.concat(this.rest, this.size) : this.first;
+    if (body === undefined || body.length < 5) return empty;
+    if (body[0] !== 0) return `compressed ${what} (no compression was offered)`;
+    if (body.readUInt32BE(1) !== body.length - 5) return `${what} is not exactly one message`;
+    return body.subarray(5);
+  }
 }
 
 interface Call {
@@ -124,9 +155,7 @@ const fail = (code: number, message: string, timeout = false): UnaryResult => ({
 /** One attempt of a call on one session: collects the answer's body, decides the result at the end. */
 class Attempt implements StreamOwner {
   readonly stream: H2Stream;
-  private first: Buffer | undefined = undefined;
-  private rest: Buffer[] | undefined = undefined;
-  private size = 0;
+  private readonly body: MessageBody;
 
   constructor(
     private readonly channel: UnaryChannel,
@@ -136,18 +165,15 @@ class Attempt implements StreamOwner {
     private readonly transparentRetry: boolean,
   ) {
     this.stream = new H2Stream(headerBlock, call.frame, this);
+    this.body = new MessageBody(channel.maxResponseBytes);
   }
 
   data(_stream: H2Stream, chunk: Buffer): boolean {
     if (this.call.done) return false;
-    this.size += chunk.length;
-    const max = this.channel.maxResponseBytes;
-    if (this.size > max + 5) {
-      this.channel.finish(this.call, fail(Status.RESOURCE_EXHAUSTED, `answer larger than ${max} bytes`));
+    if (!this.body.add(chunk)) {
+      this.channel.finish(this.call, fail(Status.RESOURCE_EXHAUSTED, `answer larger than ${this.channel.maxResponseBytes} bytes`));
       return false;
     }
-    if (this.first === undefined) this.first = chunk;
-    else (this.rest ??= [this.first]).push(chunk);
     return true;
   }
 
@@ -169,12 +195,9 @@ class Attempt implements StreamOwner {
     }
     const code = Number(s.grpcStatus);
     if (code !== Status.OK) return finish(fail(Number.isInteger(code) ? code : Status.UNKNOWN, decodeMessage(s.grpcMessage)));
-    const body = this.rest ? Buffer.concat(this.rest, this.size) : this.first;
-    if (body === undefined || body.length < 5) return finish(fail(Status.INTERNAL, 'OK without a message'));
-    if (body[0] !== 0) return finish(fail(Status.INTERNAL, 'compressed answer (no compression was offered)'));
-    const length = body.readUInt32BE(1);
-    if (length !== body.length - 5) return finish(fail(Status.INTERNAL, 'answer is not exactly one message'));
-    finish({ ok: true, message: body.subarray(5) });
+    const message = this.body.message('answer', 'OK without a message');
+    if (typeof message === 'string') return finish(fail(Status.INTERNAL, message));
+    finish({ ok: true, message });
   }
 }
 
@@ -202,7 +225,7 @@ export class UnaryChannel {
   /** One unary call: `path` is `/package.Service/Method`, `message` the encoded request. */
   call(path: string, message: Buffer, timeoutMs: number): Promise<UnaryResult> {
     return new Promise((resolve) => {
-      const call: Call = { path, frame: frame(message), timeoutMs, resolve, done: false, attempt: undefined, timer: undefined };
+      const call: Call = { path, frame: grpcFrame(message), timeoutMs, resolve, done: false, attempt: undefined, timer: undefined };
       call.timer = this.clock.setTimeout(() => {
         this.finish(call, fail(Status.DEADLINE_EXCEEDED, `timed out after ${timeoutMs} ms`, true));
         const a = call.attempt;
