@@ -11,7 +11,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { systemClock } from '../../src/deps.js';
 import { Status, UnaryChannel, type UnaryResult } from '../../src/grpc/unary.js';
-import type { TapLike } from '../helpers/harness.js';
+import { startH2Server, type TapLike } from '../helpers/harness.js';
 
 const PATH = '/test.Echo/Call';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,27 +24,17 @@ const grpcFrame = (payload: Buffer): Buffer => {
 };
 
 /** A node:http2 server whose handler gets the whole request message. */
-async function h2Server(t: TapLike, settings: http2.Settings, onCall: (stream: http2.ServerHttp2Stream, message: Buffer, session: http2.ServerHttp2Session) => void) {
-  const server = http2.createServer({ settings, maxSessionMemory: 64 });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
-  let connections = 0;
-  server.on('connection', () => connections++);
-  server.on('stream', (stream) => {
-    stream.on('error', () => undefined);
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => onCall(stream, Buffer.concat(chunks).subarray(5), stream.session as http2.ServerHttp2Session));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => {
-    for (const s of sessions) s.destroy();
-    server.close();
-  });
-  return { port: (server.address() as net.AddressInfo).port, connections: () => connections };
+function h2Server(t: TapLike, settings: http2.Settings, onCall: (stream: http2.ServerHttp2Stream, message: Buffer, session: http2.ServerHttp2Session) => void) {
+  return startH2Server(
+    t,
+    (stream) => {
+      stream.on('error', () => undefined);
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => onCall(stream, Buffer.concat(chunks).subarray(5), stream.session as http2.ServerHttp2Session));
+    },
+    { settings, maxSessionMemory: 64 },
+  );
 }
 
 function ok(stream: http2.ServerHttp2Stream, reply: Buffer, trailers: Record<string, string> = { 'grpc-status': '0' }): void {

@@ -17,7 +17,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { systemClock } from '../../src/deps.js';
 import { Status, UnaryChannel, type UnaryResult } from '../../src/grpc/unary.js';
-import type { TapLike } from '../helpers/harness.js';
+import { startH2Server, type TapLike } from '../helpers/harness.js';
 
 type TapT = TapLike;
 const PATH = '/test.Echo/Call';
@@ -50,23 +50,11 @@ async function grpcServer(t: TapT, handle: (req: Buffer) => { reply?: Buffer; er
 }
 
 /** A raw HTTP/2 server: the stream handler answers however the test wants. */
-async function rawServer(t: TapT, onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void) {
-  const server = http2.createServer();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
-  server.on('stream', (stream, headers) => {
+function rawServer(t: TapT, onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void) {
+  return startH2Server(t, (stream, headers) => {
     stream.on('error', () => undefined);
     onStream(stream, headers);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => {
-    for (const s of sessions) s.destroy();
-    server.close();
-  });
-  return { port: (server.address() as net.AddressInfo).port, sessions, server };
 }
 
 /** A TCP relay in front of a server: counts connections, and can freeze one (bytes stop, no FIN). */

@@ -4,6 +4,7 @@
  * fail. `records()` builds the usual org/location/gvc/workload/deployment set for one upstream.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Runtime, type RuntimeOptions } from '../../src/roles/runtime.js';
 import { defaultSettings } from '../../src/config/index.js';
@@ -25,6 +26,32 @@ export async function startHttpServer(t: TapLike, handler: http.RequestListener)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return { server, port, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * An h2c server on loopback port 0. Its sessions are tracked (`sessions`, open ones) and destroyed in
+ * teardown with the server, so a test never waits for an idle client session to go away.
+ */
+export async function startH2Server(
+  t: TapLike,
+  onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void,
+  options: http2.ServerOptions = {},
+): Promise<{ server: http2.Http2Server; port: number; sessions: Set<http2.ServerHttp2Session>; connections: () => number }> {
+  const server = http2.createServer(options);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  let connections = 0;
+  server.on('connection', () => connections++);
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.on('close', () => sessions.delete(s));
+  });
+  server.on('stream', onStream);
+  t.teardown(() => {
+    for (const s of sessions) s.destroy();
+    server.close();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port, sessions, connections: () => connections };
 }
 
 export interface RecordOptions {

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { WebSocket, Agent } from 'undici';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, waitFor, type TapLike } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startH2Server, startHttpServer, startPlane, waitFor, type TapLike } from '../helpers/harness.js';
 import { acceptKey, readAll, readBytes, readHead, wsUpgradeHandler } from '../fixtures/ws.js';
 import { rawConnect } from '../fixtures/tunnels.js';
 
@@ -112,8 +112,7 @@ t.test('h2c prior knowledge reaches an HTTP/1.1 upstream', { timeout: 20_000 }, 
 
 t.test('an http2 upstream receives HTTP/2, and its trailers reach the client', { timeout: 20_000 }, async (t) => {
   const seen: { httpVersion: string; path: string; authority: string | undefined; body: string }[] = [];
-  const upstream = http2.createServer();
-  upstream.on('stream', (stream, headers) => {
+  const { port } = await startH2Server(t, (stream, headers) => {
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
@@ -123,17 +122,6 @@ t.test('an http2 upstream receives HTTP/2, and its trailers reach the client', {
       stream.end(`h2 says ${headers[':path']}`);
     });
   });
-  t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
-  const sessions = new Set<http2.ServerHttp2Session>();
-  upstream.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
-  t.teardown(() => {
-    for (const s of sessions) s.destroy();
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const port = (upstream.address() as net.AddressInfo).port;
 
   const plane = await startPlane(t, records({ ports: [{ number: 8080, protocol: 'http2' }], replicas: { [LOCATION]: [`127.0.0.1:${port}`] } }));
   await plane.ready();

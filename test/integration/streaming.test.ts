@@ -7,10 +7,9 @@
 import t from 'tap';
 import http from 'node:http';
 import http2 from 'node:http2';
-import type net from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { ALIAS, records, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
+import { ALIAS, records, startH2Server, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 const LOCATION = 'aws-us-west-2';
@@ -236,13 +235,7 @@ t.test('a slow reader makes the upstream wait (h2c → HTTP/1.1)', { timeout: 60
 
 t.test('HTTP/2 upstream: 50 MB both ways, and a slow reader makes it wait', { timeout: 60_000 }, async (t) => {
   const state = { written: 0, finished: false };
-  const upstream = http2.createServer();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  upstream.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
-  upstream.on('stream', (stream, headers) => {
+  const { port } = await startH2Server(t, (stream, headers) => {
     if (headers[':method'] === 'POST') {
       let n = 0;
       stream.on('data', (c: Buffer) => (n += c.length));
@@ -259,12 +252,6 @@ t.test('HTTP/2 upstream: 50 MB both ways, and a slow reader makes it wait', { ti
     stream.respond({ ':status': 200, 'content-length': size });
     void writeBody(stream, size, (n) => (state.written += n)).then(() => (state.finished = true), () => undefined);
   });
-  t.teardown(() => {
-    for (const s of sessions) s.destroy();
-    upstream.close();
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const port = (upstream.address() as net.AddressInfo).port;
   const plane = await startPlane(t, records({ workloadSpec: WORKLOAD_SPEC, ports: [{ number: 8080, protocol: 'http2' }], replicas: { [LOCATION]: [`127.0.0.1:${port}`] } }));
   await plane.ready();
   t.equal(await upload(plane.port, 8 * MB), `200 ${8 * MB}`, 'warm-up');
