@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import http from 'node:http';
-import { ALIAS, records, startHttpServer, startPlane } from '../helpers/harness.js';
+import { ALIAS, records, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
 import { allow, startGrpcAuth } from '../fixtures/extauth/servers.js';
 import { rawConnect, startWsApp, upgradeRequest } from '../fixtures/tunnels.js';
 import { readHead } from '../fixtures/ws.js';
@@ -31,6 +31,16 @@ function get(port: number, path: string): Promise<{ status: number; raw: string[
     req.on('error', reject);
     req.end();
   });
+}
+
+/** An ingress in front of the app on `appPort`, checking every request with the gRPC auth server on `authPort`. */
+async function authorizedPlane(t: TapLike, appPort: number, authPort: number) {
+  const plane = await startPlane(t, records({
+    replicas: { 'aws-us-east-2': [`127.0.0.1:${appPort}`] },
+    tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': authPort, 'svc/externalAuthScheme': 'http' },
+  }));
+  await plane.ready();
+  return plane;
 }
 
 t.test('response_headers_to_add: append adds a value, set replaces, append_action is honored', async (t) => {
@@ -61,11 +71,7 @@ t.test('response_headers_to_add: append adds a value, set replaces, append_actio
       { header: { key: 'x-both', value: 'auth' }, append: { value: false }, append_action: 'ADD_IF_ABSENT' },
     ],
   }));
-  const plane = await startPlane(t, records({
-    replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
-    tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': auth.port, 'svc/externalAuthScheme': 'http' },
-  }));
-  await plane.ready();
+  const plane = await authorizedPlane(t, app.port, auth.port);
 
   const res = await get(plane.port, '/');
   t.equal(res.status, 200);
@@ -88,11 +94,7 @@ t.test('response_headers_to_add also reach a local reply after an allowed check'
   }));
   // An app that resets every request: the allowed request ends in the proxy's own 503.
   const app = await startHttpServer(t, (req) => req.socket.destroy());
-  const plane = await startPlane(t, records({
-    replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
-    tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': auth.port, 'svc/externalAuthScheme': 'http' },
-  }));
-  await plane.ready();
+  const plane = await authorizedPlane(t, app.port, auth.port);
   const res = await get(plane.port, '/');
   t.equal(res.status, 503);
   t.same(lines(res.raw, 'x-auth'), ['one', 'two']);
@@ -106,11 +108,7 @@ t.test('response_headers_to_add reach the 101 of an allowed WebSocket upgrade, o
       { header: { key: 'x-upstream-path', value: 'replaced' }, append_action: 'OVERWRITE_IF_EXISTS' },
     ],
   }));
-  const plane = await startPlane(t, records({
-    replicas: { 'aws-us-east-2': [`127.0.0.1:${ws.port}`] },
-    tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': auth.port, 'svc/externalAuthScheme': 'http' },
-  }));
-  await plane.ready();
+  const plane = await authorizedPlane(t, ws.port, auth.port);
   const socket = await rawConnect(t, plane.port);
   socket.write(upgradeRequest(CANONICAL, '/chat'));
   const head = await readHead(socket);
