@@ -7,6 +7,12 @@
  * replicas of `deployment` records are probed. A check that fails in an unexpected way (gRPC
  * support failing to load, say) counts as a failure and is logged; the loop itself never throws
  * and stops for good when the returned function is called. Time comes from `deps.clock`.
+ *
+ * A router probing replicas it does not run (`deployment` records) may pass `quiet`: while the
+ * replica is ready, its last check passed and its workload has had no request routed to it yet, the
+ * next check waits `quiet.periodMs` instead of the period (Envoy's `no_traffic_healthy_interval`).
+ * Ten thousand deployed workloads of which a few take traffic then cost a connect a minute each,
+ * not one every period; a replica that is not ready, or whose check just failed, keeps the period.
  */
 import type { Deps, Timer } from '../deps.js';
 import type { ProbeModel } from '../config/model.js';
@@ -73,12 +79,20 @@ async function runCheck(probe: ProbeModel, addressOf: AddressOf, deps: ProbeDeps
   }
 }
 
+/** The slower period of a ready replica whose workload has had no traffic (see `startProbing`). */
+export interface QuietProbing {
+  readonly periodMs: number;
+  /** Has a request been routed to the replica's workload? Read before each wait. */
+  routed(): boolean;
+}
+
 /** Starts the probe loop; the returned function stops it (idempotent) and cancels a running check. */
 export function startProbing(
   replica: Replica,
   probe: ProbeModel | undefined,
   addressOf: AddressOf,
   deps: ProbeDeps,
+  quiet?: QuietProbing,
 ): () => void {
   const p = probe ?? DEFAULT_PROBE;
   const log = deps.logger.child({
@@ -128,7 +142,8 @@ export function startProbing(
       log.debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
     }
     state = next;
-    schedule(Math.max(0, periodMs - (deps.clock.now() - started)));
+    const wait = quiet && passed && next.ready && !quiet.routed() ? Math.max(periodMs, quiet.periodMs) : periodMs;
+    schedule(Math.max(0, wait - (deps.clock.now() - started)));
   };
 
   deps.registry.setReady(replica, false);

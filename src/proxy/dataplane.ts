@@ -17,6 +17,7 @@ import {
   matchDomainRoute,
   pickReplica,
   resolveHost,
+  routeTo,
   type HostTarget,
   type HostPort,
   type Replica,
@@ -338,7 +339,7 @@ export class DataPlane implements ExchangeObserver {
     }
     if (!replica) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
     ex.replica = replica;
-    replica.outstanding++;
+    routeTo(replica);
     ex.startTimeout(workload.timeoutMs, () => {
       ex.abortUpstream?.(new Error('timeout'));
       if (!ex.isFinished) {

@@ -21,7 +21,7 @@ import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { MeshCaller } from '../firewall/internal.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
-import { chooseLocation, geoCandidates, pickReplica, resolveHost, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
+import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane.js';
 import { ERRORS, type ErrorCode } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
@@ -215,7 +215,7 @@ export class Tunnels {
     ex.location = location;
     // An open tunnel is an outstanding request to its replica (least-request balancing sees it).
     ex.replica = replica;
-    replica.outstanding++;
+    routeTo(replica);
     return { address, port: route.port, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined };
   }
 

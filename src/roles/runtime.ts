@@ -12,7 +12,7 @@ import { ConfigStore } from '../config/index.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
-import { ReplicaRegistry, type Replica } from '../routing/replicas.js';
+import { ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
 import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../proxy/listener.js';
 import { OverloadGuard } from '../proxy/overload.js';
@@ -66,6 +66,13 @@ export interface RuntimeOptions {
 }
 
 /**
+ * A ready deployment replica whose workload has had no request routed to it yet is checked once a
+ * minute instead of every period (Envoy's `no_traffic_healthy_interval` default): a router in front of
+ * thousands of workloads, most of them idle, would otherwise spend a connect per replica and period.
+ */
+export const QUIET_PROBE_PERIOD_MS = 60_000;
+
+/**
  * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s. The first
  * probes are spread at random over up to a second, in proportion to how many replicas there are
  * (0.1 ms each), so a small fleet is ready at once and ten thousand replicas are not all dialled in
@@ -89,6 +96,8 @@ export class Runtime {
   overload: OverloadGuard | undefined;
   /** Deployment replicas by identity, with their probe loops. */
   private deployed = new Map<string, DeployedReplica>();
+  /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
+  private readonly traffic = new Map<string, WorkloadTraffic>();
   private listening = false;
   private stopping = false;
 
@@ -182,6 +191,9 @@ export class Runtime {
     for (const [key, list] of snapshot.deployments) {
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
+      let traffic = this.traffic.get(key);
+      if (!traffic) this.traffic.set(key, (traffic = { routed: false }));
+      const quiet = { periodMs: QUIET_PROBE_PERIOD_MS, routed: () => traffic.routed };
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
       for (const d of list) {
@@ -201,10 +213,11 @@ export class Runtime {
             ready: false,
             outstanding: 0,
             ejectedUntil: 0,
+            traffic,
           };
           const stop = d.forcedNotReady
             ? () => undefined
-            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger });
+            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger }, quiet);
           deployed = { replica, stop };
         }
         next.set(identity, deployed);
@@ -215,6 +228,7 @@ export class Runtime {
       gone.stop();
       this.dataplane.upstreams.forget(gone.replica.sidecar ?? gone.replica.ports.values().next().value!);
     }
+    for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.deployed = next;
     this.replicas.replace('deployment', replicas);
   }

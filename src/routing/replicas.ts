@@ -30,6 +30,21 @@ export interface Replica {
   outstanding: number;
   /** Outlier ejection: not chosen before this clock time (ms). */
   ejectedUntil: number;
+  /**
+   * Replicas of `deployment` records: one object shared by the replicas of a workload, marked once a
+   * request was routed to any of them (their probes slow down until then: src/local/probe.ts).
+   */
+  readonly traffic?: WorkloadTraffic;
+}
+
+export interface WorkloadTraffic {
+  routed: boolean;
+}
+
+/** A request (or tunnel) was sent to this replica: it counts as outstanding until it ends. */
+export function routeTo(replica: Replica): void {
+  replica.outstanding++;
+  if (replica.traffic !== undefined) replica.traffic.routed = true;
 }
 
 const EMPTY: readonly Replica[] = Object.freeze([]);

@@ -175,6 +175,23 @@ t.test('no ready replica → 503 no healthy upstream', async (t) => {
   t.equal(JSON.parse(res.body).message, 'no healthy upstream');
 });
 
+t.test('deployment replicas share one traffic mark per workload, set by the first routed request', async (t) => {
+  const up = await startHttpServer(t, echoHandler());
+  const recs = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`, `127.0.0.1:${up.port}`] } });
+  const idle = recs.filter((r) => r.kind === 'workload' || r.kind === 'deployment').map((r) => ({ ...r, name: 'idle' }));
+  const plane = await startPlane(t, [...recs, ...idle]);
+  await plane.ready();
+  const of = (workload: string) => plane.runtime.replicas.all().filter((r) => r.workload === workload);
+  t.equal(of('shop/api').length, 2);
+  t.equal(of('shop/idle').length, 2);
+  t.equal(of('shop/api')[0]!.traffic, of('shop/api')[1]!.traffic, "one object for the workload's replicas");
+  t.not(of('shop/api')[0]!.traffic, of('shop/idle')[0]!.traffic);
+  t.same(of('shop/api').map((r) => r.traffic?.routed), [false, false], 'no traffic before the first request');
+  t.equal((await request(plane.port, CANONICAL, '/')).status, 200);
+  t.same(of('shop/api').map((r) => r.traffic?.routed), [true, true], 'routed once a request went to either replica');
+  t.same(of('shop/idle').map((r) => r.traffic?.routed), [false, false], 'the other workload stays quiet (its ready replicas are probed once a minute)');
+});
+
 t.test('debug headers only with debug on, the request header, and the canonical host', async (t) => {
   const up = await startHttpServer(t, echoHandler());
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] }, workloadSpec: { defaultOptions: { debug: true } } }));

@@ -237,3 +237,77 @@ t.test('startProbing: period and initial delay run on the injected clock', async
   stop();
   t.same(clock.pending(), [], 'stop clears the timer');
 });
+
+t.test('startProbing: a ready replica of a workload without traffic is checked at the quiet period', async (t) => {
+  const clock = new FakeClock();
+  let open = true;
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const target = await allocatePort();
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  const traffic = { routed: false };
+  let checks = 0;
+  const stop = startProbing(
+    r,
+    probe({ kind: 'tcp', periodSeconds: 5, timeoutSeconds: 1, failureThreshold: 3 }),
+    () => {
+      checks++;
+      return { host: '127.0.0.1', port: open ? port : target };
+    },
+    { ...testDeps(), clock, registry },
+    { periodMs: 60_000, routed: () => traffic.routed },
+  );
+  t.teardown(stop);
+  const nextCheck = async (n: number): Promise<number[]> => {
+    // While a check runs, its 1 s timeout is the pending timer; after it, the next check's wait.
+    await waitFor(() => checks === n && clock.pending().length === 1 && clock.pending()[0] !== 1000, 3000, `check ${n} done`);
+    return clock.pending();
+  };
+  clock.advance(0);
+  t.same(await nextCheck(1), [60_000], 'ready, no traffic: the next check a minute later');
+  t.equal(r.ready, true);
+  clock.advance(60_000);
+  t.same(await nextCheck(2), [60_000], 'still quiet');
+  traffic.routed = true;
+  clock.advance(60_000);
+  t.same(await nextCheck(3), [5_000], 'once a request was routed to the workload: the period');
+  traffic.routed = false;
+  open = false;
+  clock.advance(5_000);
+  t.same(await nextCheck(4), [5_000], 'a failed check keeps the period, though the replica is still ready');
+  t.equal(r.ready, true, 'one failure of three');
+  clock.advance(5_000);
+  await nextCheck(5);
+  clock.advance(5_000);
+  t.same(await nextCheck(6), [5_000], 'not ready: the period');
+  t.equal(r.ready, false);
+  open = true;
+  clock.advance(5_000);
+  t.same(await nextCheck(7), [60_000], 'ready again and still no traffic: quiet');
+  t.equal(r.ready, true);
+});
+
+t.test('startProbing: a replica that is not ready yet keeps the period while its workload is quiet', async (t) => {
+  const clock = new FakeClock();
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  let checks = 0;
+  const closed = await allocatePort();
+  const stop = startProbing(
+    r,
+    probe({ kind: 'tcp', periodSeconds: 5, timeoutSeconds: 1 }),
+    () => {
+      checks++;
+      return { host: '127.0.0.1', port: closed };
+    },
+    { ...testDeps(), clock, registry },
+    { periodMs: 60_000, routed: () => false },
+  );
+  t.teardown(stop);
+  clock.advance(0);
+  await waitFor(() => checks === 1 && clock.pending().length === 1 && clock.pending()[0] !== 1000, 3000, 'first check done');
+  t.same(clock.pending(), [5_000], 'a replica still starting is checked again at the period');
+  t.equal(r.ready, false);
+});
