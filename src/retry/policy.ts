@@ -43,7 +43,19 @@ function headerValue(headers: Readonly<Record<string, string | string[] | undefi
   return Array.isArray(v) ? v[0] : v;
 }
 
+/**
+ * Compiled policies by model: every workload without `requestRetryPolicy` shares the default model
+ * object, so ten thousand of them share one compiled policy instead of holding a copy each.
+ */
+const compiled = new WeakMap<RetryPolicyModel, RetryPolicy>();
+
 export function compileRetryPolicy(model: RetryPolicyModel): RetryPolicy {
+  let policy = compiled.get(model);
+  if (!policy) compiled.set(model, (policy = compileModel(model)));
+  return policy;
+}
+
+function compileModel(model: RetryPolicyModel): RetryPolicy {
   if (model.attempts <= 0) return NEVER;
   const on = new Set(model.retryOn.map((c) => c.trim().toLowerCase()));
   const statusCodes = new Set<number>();

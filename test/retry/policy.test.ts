@@ -72,3 +72,14 @@ t.test('attempts 0 never retries', async (t) => {
   t.equal(p.retries, 0);
   t.notOk(p.shouldRetry(res(503)));
 });
+
+t.test('workloads sharing a policy model share its compiled policy', async (t) => {
+  const { DEFAULT_RETRY_POLICY } = await import('../../src/config/compile-workload.js');
+  const a = compileRetryPolicy(DEFAULT_RETRY_POLICY);
+  t.equal(compileRetryPolicy(DEFAULT_RETRY_POLICY), a, 'the default model is compiled once');
+  t.equal(a.retries, DEFAULT_RETRY_POLICY.attempts);
+  const own = { attempts: 1, retryOn: ['5xx'] };
+  t.not(compileRetryPolicy(own), a, 'a workload with its own policy gets its own');
+  t.equal(compileRetryPolicy(own).shouldRetry({ kind: 'response', status: 503, headers: {} }), true);
+  t.equal(a.shouldRetry({ kind: 'response', status: 500, headers: {} }), false, 'the default list does not retry a plain 500');
+});
