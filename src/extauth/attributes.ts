@@ -37,7 +37,7 @@ export const PARTIAL_BODY_HEADER = 'x-envoy-auth-partial-body';
 /** Connection-specific headers that never reach the app, so the check does not see them either. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings', 'host']);
 
-interface SocketAddressObject {
+export interface SocketAddressObject {
   socket_address: { address: string; port_value: number };
 }
 
@@ -45,6 +45,32 @@ export interface PeerObject {
   address?: SocketAddressObject;
   principal: string;
   certificate: string;
+}
+
+/** `AttributeContext.HttpRequest` (keepCase field names, as proto-loader reads them too). */
+export interface HttpRequestObject {
+  id: string;
+  method: string;
+  headers: Record<string, string>;
+  path: string;
+  host: string;
+  scheme: string;
+  query: string;
+  fragment: string;
+  size: number;
+  protocol: string;
+  body?: string;
+  raw_body?: Buffer;
+}
+
+/** The `CheckRequest` the filter sends (encoded by encode.ts). */
+export interface CheckRequestObject {
+  attributes: {
+    source: PeerObject;
+    destination: PeerObject;
+    request: { time: { seconds: number; nanos: number }; http: HttpRequestObject };
+    context_extensions: Record<string, string>;
+  };
 }
 
 /** The request as the proxy and the check see it: scheme, and the header view. */
@@ -96,8 +122,8 @@ function hasPrefix(name: string, prefixes: readonly string[]): boolean {
   return false;
 }
 
-/** The `CheckRequest` as a plain object for the proto-loader serializer (keepCase field names). */
-export function buildCheckRequest(ex: Exchange, view: CheckView, opts: AttributeOptions, body: CheckBody | undefined): Record<string, unknown> {
+/** The `CheckRequest` as a plain object (keepCase field names), for encode.ts. */
+export function buildCheckRequest(ex: Exchange, view: CheckView, opts: AttributeOptions, body: CheckBody | undefined): CheckRequestObject {
   const headers = body ? { ...view.headers, [PARTIAL_BODY_HEADER]: body.partial ? 'true' : 'false' } : view.headers;
   const socket = ex.req.socket as (TLSSocket & { encrypted?: boolean }) | null | undefined;
   const source: PeerObject = { principal: '', certificate: '' };
@@ -117,12 +143,12 @@ export function buildCheckRequest(ex: Exchange, view: CheckView, opts: Attribute
   }
   const cl = ex.req.headers['content-length'];
   const size = typeof cl === 'string' && /^\d+$/.test(cl) ? Number(cl) : -1;
-  const http: Record<string, unknown> = {
+  const http: HttpRequestObject = {
     id: ex.requestId,
-    method: headers[':method'],
+    method: headers[':method']!,
     headers,
     path: headers[':path'] ?? '',
-    host: headers[':authority'],
+    host: headers[':authority']!,
     scheme: view.scheme,
     query: '',
     fragment: '',

@@ -9,9 +9,10 @@
  * result for the failure mode; nothing throws.
  */
 import type { Clock } from '../deps.js';
-import { directEncoder } from '../grpc/codec.js';
+import { encodeCheckRequest } from './encode.js';
+import type { CheckRequestObject } from './attributes.js';
 import { statusName, UnaryChannel } from '../grpc/unary.js';
-import { authWire, PROTO_DIR, type CheckResponseObject } from './proto.js';
+import { authWire, type CheckResponseObject } from './proto.js';
 
 export type GrpcCallResult =
   | { readonly ok: true; readonly response: CheckResponseObject }
@@ -32,8 +33,6 @@ export const MAX_RESPONSE_BYTES = 1 << 20;
 export class GrpcAuthClient {
   private readonly channel: UnaryChannel;
   private readonly method = authWire().check;
-  /** The CheckRequest built by attributes.ts is already in the shape protobuf.js encodes. */
-  private readonly encode = directEncoder<object>(PROTO_DIR, 'envoy/service/auth/v3/external_auth.proto', 'envoy.service.auth.v3.CheckRequest');
 
   constructor(opts: GrpcAuthClientOptions) {
     this.channel = new UnaryChannel({
@@ -46,10 +45,10 @@ export class GrpcAuthClient {
     });
   }
 
-  async check(request: object, timeoutMs: number): Promise<GrpcCallResult> {
+  async check(request: CheckRequestObject, timeoutMs: number): Promise<GrpcCallResult> {
     let encoded: Buffer;
     try {
-      encoded = this.encode(request);
+      encoded = encodeCheckRequest(request);
     } catch (err) {
       return { ok: false, reason: `request not encoded: ${(err as Error).message}`, timeout: false };
     }

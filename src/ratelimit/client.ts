@@ -8,9 +8,9 @@
  * gRPC status, or a malformed answer; the filter decides between fail-open and fail-closed.
  */
 import type { Clock } from '../deps.js';
-import { directEncoder } from '../grpc/codec.js';
+import { encodeRateLimitRequest } from './encode.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
-import { PROTO_ROOT, SHOULD_RATE_LIMIT_PATH, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
+import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
 
 export interface RateLimitTarget {
   readonly host: string;
@@ -45,8 +45,7 @@ function rlsCodec(): Codec {
   if (!codec) {
     const method = serviceDefinition().ShouldRateLimit!;
     codec = {
-      // The filter's request (strings, and a number for hits_addend) is already what protobuf.js encodes.
-      serialize: directEncoder<RateLimitRequest>(PROTO_ROOT, 'envoy/service/ratelimit/v3/rls.proto', 'envoy.service.ratelimit.v3.RateLimitRequest'),
+      serialize: encodeRateLimitRequest,
       deserialize: method.responseDeserialize as (bytes: Buffer) => RateLimitResponse,
     };
   }

@@ -1,18 +1,20 @@
 /**
- * The filters' direct request encoders (src/grpc/codec.ts) write the same bytes as proto-loader's
- * serializer (fromObject, then encode) for the objects the filters build: an ext_authz CheckRequest
- * with and without a body (text and raw bytes), addresses, principals, a negative size and a
- * timestamp; and an RLS RateLimitRequest.
+ * The filters' request encoders (src/extauth/encode.ts, src/ratelimit/encode.ts) write the same bytes
+ * as proto-loader's serializer (fromObject, then encode) for the objects the filters build: an
+ * ext_authz CheckRequest with and without a body (text and raw bytes), addresses, principals, a
+ * negative size, a timestamp, non-ASCII and long values (nested lengths past one byte), many headers;
+ * and RLS RateLimitRequests. Both decode back to the object.
  */
 import t from 'tap';
-import { directEncoder } from '../../src/grpc/codec.js';
-import { authWire, PROTO_DIR } from '../../src/extauth/proto.js';
-import { PROTO_ROOT, serviceDefinition, type RateLimitRequest } from '../../src/ratelimit/proto.js';
+import { encodeCheckRequest } from '../../src/extauth/encode.js';
+import { encodeRateLimitRequest } from '../../src/ratelimit/encode.js';
+import type { CheckRequestObject, HttpRequestObject } from '../../src/extauth/attributes.js';
+import { authWire } from '../../src/extauth/proto.js';
+import { serviceDefinition, type RateLimitRequest } from '../../src/ratelimit/proto.js';
 
 t.test('CheckRequest: the same bytes as proto-loader', async (t) => {
-  const encode = directEncoder<object>(PROTO_DIR, 'envoy/service/auth/v3/external_auth.proto', 'envoy.service.auth.v3.CheckRequest');
-  const serialize = authWire().check.requestSerialize;
-  const base = (http: Record<string, unknown>) => ({
+  const wire = authWire().check;
+  const base = (http: HttpRequestObject): CheckRequestObject => ({
     attributes: {
       source: { principal: 'spiffe://org/ns/gvc/w', certificate: '', address: { socket_address: { address: '10.1.2.3', port_value: 54321 } } },
       destination: { principal: '', certificate: '', address: { socket_address: { address: '127.0.0.1', port_value: 15006 } } },
@@ -20,23 +22,42 @@ t.test('CheckRequest: the same bytes as proto-loader', async (t) => {
       context_extensions: {},
     },
   });
-  const http = {
+  const http: HttpRequestObject = {
     id: 'req-1', method: 'POST', path: '/api/x?y=1', host: 'app.example', scheme: 'https', query: '', fragment: '', size: -1, protocol: 'HTTP/1.1',
     headers: { ':method': 'POST', ':path': '/api/x?y=1', ':authority': 'app.example', 'x-ünïcode': 'välue', 'x-envoy-auth-partial-body': 'false' },
   };
-  for (const [name, request] of [
+  const many: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) many[`x-header-${i}`] = `value ${i} ${'v'.repeat(i * 3)}`;
+  const cases: [string, CheckRequestObject][] = [
     ['no body', base(http)],
     ['text body', base({ ...http, size: 5, body: 'hello' })],
     ['raw body', base({ ...http, raw_body: Buffer.from([0, 1, 2, 255]) })],
-    ['empty', { attributes: { source: { principal: '', certificate: '' }, destination: { principal: '', certificate: '' }, request: { time: { seconds: 0, nanos: 0 }, http: { headers: {} } }, context_extensions: {} } }],
-  ] as const) {
-    t.same(encode(request), serialize(request), name);
+    ['a long cookie, a long path, a large size', base({ ...http, size: 3_000_000_000, path: `/${'p'.repeat(300)}`, headers: { ...http.headers, cookie: 'c'.repeat(5000) } })],
+    ['sixty headers', base({ ...http, headers: many })],
+    ['non-ASCII past 127 characters', base({ ...http, headers: { 'x-text': 'ü'.repeat(200), 'x-emoji': '😀'.repeat(40) } })],
+    ['a certificate', { attributes: { ...base(http).attributes, source: { principal: 'CN=client', certificate: `-----BEGIN%20CERTIFICATE-----%0A${'A'.repeat(1200)}`, address: { socket_address: { address: '::1', port_value: 0 } } } } }],
+    ['context extensions', { attributes: { ...base(http).attributes, context_extensions: { a: '1', b: 'two' } } }],
+    ['empty', { attributes: { source: { principal: '', certificate: '' }, destination: { principal: '', certificate: '' }, request: { time: { seconds: 0, nanos: 0 }, http: { id: '', method: '', headers: {}, path: '', host: '', scheme: '', query: '', fragment: '', size: 0, protocol: '' } }, context_extensions: {} } }],
+  ];
+  for (const [name, request] of cases) {
+    const bytes = encodeCheckRequest(request);
+    t.same(bytes, wire.requestSerialize(request), name);
+    const back = wire.requestDeserialize(bytes) as { attributes: { request: { http: { headers: Record<string, string> } } } };
+    t.same(back.attributes.request.http.headers, request.attributes.request.http.headers, `${name}: headers decode back`);
   }
 });
 
 t.test('RateLimitRequest: the same bytes as proto-loader', async (t) => {
-  const encode = directEncoder<RateLimitRequest>(PROTO_ROOT, 'envoy/service/ratelimit/v3/rls.proto', 'envoy.service.ratelimit.v3.RateLimitRequest');
-  const serialize = serviceDefinition().ShouldRateLimit!.requestSerialize;
-  const request: RateLimitRequest = { domain: 'org/gvc/w', descriptors: [{ entries: [{ key: 'authority', value: 'app.example' }, { key: 'header', value: 'ü' }] }], hits_addend: 1 };
-  t.same(encode(request), serialize(request));
+  const method = serviceDefinition().ShouldRateLimit!;
+  const cases: [string, RateLimitRequest][] = [
+    ['entries', { domain: 'org/gvc/w', descriptors: [{ entries: [{ key: 'authority', value: 'app.example' }, { key: 'header', value: 'ü' }] }], hits_addend: 1 }],
+    ['several descriptors, no hits_addend', { domain: 'd', descriptors: [{ entries: [{ key: 'a', value: '1' }] }, { entries: [{ key: 'b', value: 'x'.repeat(400) }] }] }],
+    ['a limit override', { domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 1000, unit: 'MINUTE' } }], hits_addend: 3 }],
+    ['no descriptors', { domain: '', descriptors: [] }],
+  ];
+  for (const [name, request] of cases) {
+    const bytes = encodeRateLimitRequest(request);
+    t.same(bytes, method.requestSerialize(request), name);
+    t.match(method.requestDeserialize(bytes), { domain: request.domain }, `${name}: decodes back`);
+  }
 });
