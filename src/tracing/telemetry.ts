@@ -102,6 +102,17 @@ export function splitHost(host: string): { address: string; port: number | undef
   return { address: host.slice(0, colon), port: Number.isInteger(port) && colon + 1 < host.length ? port : undefined };
 }
 
+interface VendorKeys {
+  readonly vendor: string;
+  readonly location: string;
+  readonly replica: string;
+  readonly requestId: string;
+}
+
+function vendorKeys(vendor: string): VendorKeys {
+  return { vendor, location: `${vendor}.location`, replica: `${vendor}.replica`, requestId: `${vendor}.request_id` };
+}
+
 function header(ex: Exchange, name: string): string | undefined {
   const v = ex.req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
@@ -111,6 +122,8 @@ export class Telemetry implements RequestTelemetry {
   private tracing: TracingPlan = EMPTY_TRACING;
   private accessLogs: AccessLogPlan = EMPTY_ALS;
   private vendor = 'svc';
+  /** The vendor's span attribute keys, made once per configuration rather than per span. */
+  private keys = vendorKeys('svc');
   /** Some workload traces or logs: requests are followed at all. */
   private active = false;
   /** Some workload logs: request bodies are counted from the start. */
@@ -136,6 +149,7 @@ export class Telemetry implements RequestTelemetry {
   update(snapshot: Snapshot): void {
     if (this.closed) return;
     this.vendor = snapshot.settings.vendor;
+    if (this.keys.vendor !== this.vendor) this.keys = vendorKeys(this.vendor);
     const tracing = compileTracingPlan(snapshot, this.opts.collector ? { collector: this.opts.collector } : {});
     const accessLogs = compileAccessLogPlan(snapshot);
     for (const note of [...tracing.notes, ...accessLogs.notes]) {
@@ -317,7 +331,7 @@ export class Telemetry implements RequestTelemetry {
     st.ctx = trace.setSpan(parent, span);
     if (!span.isRecording()) return;
     // One setAttribute per key: building an object first only to have the span copy it costs more.
-    const v = this.vendor;
+    const k = this.keys;
     const attrs = tracing.attributes;
     for (const key in attrs) span.setAttribute(key, attrs[key]!);
     const { address, port } = splitHost(ex.host);
@@ -333,12 +347,12 @@ export class Telemetry implements RequestTelemetry {
     span.setAttribute('network.protocol.version', ex.req.httpVersion === '2.0' ? '2' : ex.req.httpVersion);
     span.setAttribute('client.address', ex.clientAddress);
     span.setAttribute('network.peer.address', ex.peer);
-    span.setAttribute(`${v}.request_id`, ex.requestId);
+    span.setAttribute(k.requestId, ex.requestId);
     const ua = header(ex, 'user-agent');
     if (ua !== undefined) span.setAttribute('user_agent.original', ua);
-    if (ex.location !== undefined) span.setAttribute(`${v}.location`, ex.location);
+    if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
     const replica = ex.replica?.name ?? (ex.listenerKind === 'sidecar' ? this.opts.sidecar?.replica : undefined);
-    if (replica !== undefined) span.setAttribute(`${v}.replica`, replica);
+    if (replica !== undefined) span.setAttribute(k.replica, replica);
   }
 
   attemptStart(ex: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void {
@@ -365,14 +379,14 @@ export class Telemetry implements RequestTelemetry {
     }, st.format);
     if (!span.isRecording()) return;
     // The workload's attributes and custom tags are on the server span, the parent of this one.
-    const v = this.vendor;
+    const k = this.keys;
     const hostPort = target.host.includes(':') ? `[${target.host}]:${target.port}` : `${target.host}:${target.port}`;
     span.setAttribute('http.request.method', method.known ? method.name : '_OTHER');
     span.setAttribute('server.address', target.host);
     span.setAttribute('server.port', target.port);
     span.setAttribute('url.full', `http://${hostPort}${ex.pathWithQuery}`);
-    if (ex.location !== undefined) span.setAttribute(`${v}.location`, ex.location);
-    if (ex.replica) span.setAttribute(`${v}.replica`, ex.replica.name);
+    if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
+    if (ex.replica) span.setAttribute(k.replica, ex.replica.name);
     if (ex.attempts > 1) span.setAttribute('http.request.resend_count', ex.attempts - 1);
   }
 
@@ -438,10 +452,10 @@ export class Telemetry implements RequestTelemetry {
       st.attempt = undefined;
     }
     if (span.isRecording()) {
-      const v = this.vendor;
+      const k = this.keys;
       if (status > 0) span.setAttribute('http.response.status_code', status);
-      if (ex.location !== undefined) span.setAttribute(`${v}.location`, ex.location);
-      if (ex.replica) span.setAttribute(`${v}.replica`, ex.replica.name);
+      if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
+      if (ex.replica) span.setAttribute(k.replica, ex.replica.name);
       if (ex.tunnel) {
         // The payload each way of a WebSocket or CONNECT tunnel, read once when it closed.
         span.setAttribute('http.request.body.size', ex.tunnel.bytesIn);

@@ -13,10 +13,11 @@
  * requests in flight have ended, or after 30 s.
  */
 import { createRequire } from 'node:module';
-import { createContextKey, TraceFlags, type Context, type Tracer } from '@opentelemetry/api';
+import { createContextKey, TraceFlags, type Attributes, type Context, type Link, type SpanKind, type Tracer } from '@opentelemetry/api';
 import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
   SamplingDecision,
@@ -54,11 +55,11 @@ const SAMPLE: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD
 /** Roots: a forced decision if the caller sent one, else the ratio on the trace id. */
 class RootSampler implements Sampler {
   constructor(private readonly ratio: Sampler) {}
-  shouldSample(context: Context, traceId: string, ...rest: unknown[]): SamplingResult {
+  shouldSample(context: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
     const forced = context.getValue(FORCED_DECISION);
     if (forced === true) return SAMPLE;
     if (forced === false) return NOT_RECORD;
-    return (this.ratio.shouldSample as (c: Context, t: string, ...r: unknown[]) => SamplingResult)(context, traceId, ...rest);
+    return this.ratio.shouldSample(context, traceId, name, kind, attributes, links);
   }
   toString(): string {
     return `Root{${this.ratio.toString()}}`;
@@ -68,17 +69,21 @@ class RootSampler implements Sampler {
 /** A remote parent that is not sampled: honored, unless it made no decision at all (then: the ratio). */
 class RemoteUnsampledSampler implements Sampler {
   constructor(private readonly ratio: Sampler) {}
-  shouldSample(context: Context, traceId: string, ...rest: unknown[]): SamplingResult {
+  shouldSample(context: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
     if (context.getValue(DEFERRED_DECISION) !== true) return NOT_RECORD;
-    return (this.ratio.shouldSample as (c: Context, t: string, ...r: unknown[]) => SamplingResult)(context, traceId, ...rest);
+    return this.ratio.shouldSample(context, traceId, name, kind, attributes, links);
   }
   toString(): string {
     return `RemoteUnsampled{${this.ratio.toString()}}`;
   }
 }
 
+/**
+ * `ParentBased(TraceIdRatioBased(ratio))` with the forced and deferred decisions above. At 100% the
+ * ratio is AlwaysOn, the same decision without hashing every trace id.
+ */
 export function samplerFor(ratio: number): Sampler {
-  const byRatio = new TraceIdRatioBasedSampler(ratio);
+  const byRatio = ratio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(ratio);
   return new ParentBasedSampler({ root: new RootSampler(byRatio), remoteParentNotSampled: new RemoteUnsampledSampler(byRatio) });
 }
 
