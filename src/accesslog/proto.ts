@@ -5,7 +5,8 @@
  * Loading fails only when proto/ is missing from the installation (a packaging error), at first use.
  */
 import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
+import { protoLoader as loadProtoLoader } from '../grpc/lazy.js';
 
 export const SERVICE_NAME = 'envoy.service.accesslog.v3.AccessLogService';
 export const STREAM_PATH = `/${SERVICE_NAME}/StreamAccessLogs`;
@@ -47,7 +48,7 @@ export interface StreamAccessLogsMessage {
 let definition: protoLoader.PackageDefinition | undefined;
 
 export function packageDefinition(): protoLoader.PackageDefinition {
-  definition ??= protoLoader.loadSync('envoy/service/accesslog/v3/als.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_ROOT] });
+  definition ??= loadProtoLoader().loadSync('envoy/service/accesslog/v3/als.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_ROOT] });
   return definition;
 }
 

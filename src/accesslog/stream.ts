@@ -10,7 +10,8 @@
  * dropped and counted. Entries already written to a stream that then fails are lost, as in Envoy
  * (the protocol has no acknowledgements). Nothing here throws or blocks the caller.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcJs } from '../grpc/lazy.js';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import type { AccessLogSpec } from './config.js';
@@ -119,9 +120,10 @@ export class AccessLogStream {
       const tls = this.spec.tls;
       // TLS: the certificate must chain to trusted_ca (else the system roots) and name `sni` (else
       // the target's host); `sni` is also the server name sent.
-      const credentials = tls ? grpc.credentials.createSsl(tls.ca === undefined ? null : Buffer.from(tls.ca)) : grpc.credentials.createInsecure();
+      const { credentials: creds, Client } = grpcJs();
+      const credentials = tls ? creds.createSsl(tls.ca === undefined ? null : Buffer.from(tls.ca)) : creds.createInsecure();
       const options = tls?.sni ? { ...CHANNEL_OPTIONS, 'grpc.ssl_target_name_override': tls.sni, 'grpc.default_authority': tls.sni } : CHANNEL_OPTIONS;
-      client = new grpc.Client(target, credentials, options);
+      client = new Client(target, credentials, options);
       this.clients.set(target, client);
     }
     return client;
@@ -148,7 +150,7 @@ export class AccessLogStream {
       method.path,
       method.requestSerialize,
       method.responseDeserialize,
-      new grpc.Metadata(),
+      new (grpcJs().Metadata)(),
       {},
       (err) => {
         endCall();

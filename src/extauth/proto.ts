@@ -5,7 +5,8 @@
  * Loading fails loudly at startup (a missing proto/ folder is a broken install), never per request.
  */
 import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
+import { protoLoader as loadProtoLoader } from '../grpc/lazy.js';
 
 /** proto/ at the package root: two levels up from src/extauth/ and from dist/extauth/. */
 export const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
@@ -30,7 +31,7 @@ let loaded: AuthWire | undefined;
 /** The loaded definitions (memoized: they are immutable). */
 export function authWire(): AuthWire {
   if (loaded) return loaded;
-  const definition = protoLoader.loadSync('envoy/service/auth/v3/external_auth.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
+  const definition = loadProtoLoader().loadSync('envoy/service/auth/v3/external_auth.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
   const service = definition['envoy.service.auth.v3.Authorization'] as protoLoader.ServiceDefinition;
   const check = service.Check as protoLoader.MethodDefinition<object, CheckResponseObject>;
   const statusEnum = definition['envoy.type.v3.StatusCode'] as protoLoader.EnumTypeDefinition;

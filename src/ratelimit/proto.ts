@@ -7,7 +7,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
+import { protoLoader as loadProtoLoader } from '../grpc/lazy.js';
 
 export const SERVICE_NAME = 'envoy.service.ratelimit.v3.RateLimitService';
 export const SHOULD_RATE_LIMIT_PATH = `/${SERVICE_NAME}/ShouldRateLimit`;
@@ -67,7 +68,7 @@ export interface RateLimitResponse {
 let definition: protoLoader.PackageDefinition | undefined;
 
 export function packageDefinition(): protoLoader.PackageDefinition {
-  definition ??= protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_ROOT] });
+  definition ??= loadProtoLoader().loadSync('envoy/service/ratelimit/v3/rls.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_ROOT] });
   return definition;
 }
 
