@@ -10,13 +10,14 @@
  *
  * A router probing replicas it does not run (`deployment` records) may pass `quiet`: while the
  * replica is ready, its last check passed and its workload has had no request routed to it yet, the
- * next check waits `quiet.periodMs` instead of the period (Envoy's `no_traffic_healthy_interval`).
+ * next check waits `quiet.periodMs` instead of the period (Envoy's `no_traffic_healthy_interval`);
+ * the workload's first request brings the check forward to a period after the last one.
  * Ten thousand deployed workloads of which a few take traffic then cost a connect a minute each,
  * not one every period; a replica that is not ready, or whose check just failed, keeps the period.
  */
 import type { Deps, Timer } from '../deps.js';
 import type { ProbeModel } from '../config/model.js';
-import type { HostPort, Replica } from '../routing/replicas.js';
+import type { HostPort, Replica, WorkloadTraffic } from '../routing/replicas.js';
 import { checkExec, checkGrpc, checkHttp, checkTcp } from './checks.js';
 
 /** Where a probe connects: declared port number (undefined: the first port) → host and port. */
@@ -84,6 +85,20 @@ export interface QuietProbing {
   readonly periodMs: number;
   /** Has a request been routed to the replica's workload? Read before each wait. */
   routed(): boolean;
+  /** Call `wake` once at the workload's first routed request; the returned function cancels that. */
+  whenRouted(wake: () => void): () => void;
+}
+
+/** Quiet probing of a deployment replica: slow while `traffic` (its workload's mark) is unrouted. */
+export function quietWhileUnrouted(traffic: WorkloadTraffic, periodMs: number): QuietProbing {
+  return {
+    periodMs,
+    routed: () => traffic.routed,
+    whenRouted: (wake) => {
+      traffic.waiters.add(wake);
+      return () => traffic.waiters.delete(wake);
+    },
+  };
 }
 
 /** Starts the probe loop; the returned function stops it (idempotent) and cancels a running check. */
@@ -109,6 +124,7 @@ export function startProbing(
   let timer: Timer | undefined;
   let running: AbortController | undefined;
   let loggedError = false;
+  let cancelWake: (() => void) | undefined;
 
   const schedule = (ms: number): void => {
     timer = deps.clock.setTimeout(() => void tick(), ms);
@@ -117,6 +133,8 @@ export function startProbing(
 
   const tick = async (): Promise<void> => {
     timer = undefined;
+    cancelWake?.();
+    cancelWake = undefined;
     if (stopped) return;
     const started = deps.clock.now();
     const controller = new AbortController();
@@ -142,8 +160,17 @@ export function startProbing(
       log.debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
     }
     state = next;
-    const wait = quiet && passed && next.ready && !quiet.routed() ? Math.max(periodMs, quiet.periodMs) : periodMs;
-    schedule(Math.max(0, wait - (deps.clock.now() - started)));
+    if (quiet && passed && next.ready && !quiet.routed()) {
+      schedule(Math.max(0, Math.max(periodMs, quiet.periodMs) - (deps.clock.now() - started)));
+      cancelWake = quiet.whenRouted(() => {
+        cancelWake = undefined;
+        if (stopped || timer === undefined) return;
+        deps.clock.clearTimeout(timer);
+        schedule(Math.max(0, periodMs - (deps.clock.now() - started)));
+      });
+      return;
+    }
+    schedule(Math.max(0, periodMs - (deps.clock.now() - started)));
   };
 
   deps.registry.setReady(replica, false);
@@ -152,6 +179,7 @@ export function startProbing(
   return () => {
     if (stopped) return;
     stopped = true;
+    cancelWake?.();
     deps.clock.clearTimeout(timer);
     running?.abort();
   };

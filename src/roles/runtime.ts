@@ -12,7 +12,7 @@ import { ConfigStore } from '../config/index.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
-import { ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
+import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane, type SidecarIdentity } from '../proxy/dataplane.js';
 import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../proxy/listener.js';
 import { OverloadGuard } from '../proxy/overload.js';
@@ -20,7 +20,7 @@ import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
 import type { RequestTelemetry } from '../proxy/telemetry.js';
 import { createTelemetry } from '../tracing/index.js';
-import { DEFAULT_PROBE, startProbing } from '../local/probe.js';
+import { DEFAULT_PROBE, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
 
@@ -192,8 +192,8 @@ export class Runtime {
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
       let traffic = this.traffic.get(key);
-      if (!traffic) this.traffic.set(key, (traffic = { routed: false }));
-      const quiet = { periodMs: QUIET_PROBE_PERIOD_MS, routed: () => traffic.routed };
+      if (!traffic) this.traffic.set(key, (traffic = workloadTraffic()));
+      const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS);
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
       for (const d of list) {

@@ -39,12 +39,23 @@ export interface Replica {
 
 export interface WorkloadTraffic {
   routed: boolean;
+  /** Called once, at the first routed request (probes waiting out a quiet period). */
+  readonly waiters: Set<() => void>;
+}
+
+export function workloadTraffic(): WorkloadTraffic {
+  return { routed: false, waiters: new Set() };
 }
 
 /** A request (or tunnel) was sent to this replica: it counts as outstanding until it ends. */
 export function routeTo(replica: Replica): void {
   replica.outstanding++;
-  if (replica.traffic !== undefined) replica.traffic.routed = true;
+  const traffic = replica.traffic;
+  if (traffic !== undefined && !traffic.routed) {
+    traffic.routed = true;
+    for (const wake of traffic.waiters) wake();
+    traffic.waiters.clear();
+  }
 }
 
 const EMPTY: readonly Replica[] = Object.freeze([]);

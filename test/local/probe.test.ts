@@ -2,8 +2,8 @@ import t from 'tap';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
-import { addressOfDeployment, nextProbeState, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
+import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../src/routing/replicas.js';
+import { addressOfDeployment, nextProbeState, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
 import { checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
 import { allocatePort } from '../../src/local/ports.js';
 import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
@@ -247,7 +247,9 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   const target = await allocatePort();
   const registry = new ReplicaRegistry();
   const r = replica();
-  const traffic = { routed: false };
+  const traffic = workloadTraffic();
+  // Another replica of the same workload: the one that takes the first request.
+  const sibling = { ...replica('api-1'), traffic };
   let checks = 0;
   const stop = startProbing(
     r,
@@ -257,7 +259,7 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
       return { host: '127.0.0.1', port: open ? port : target };
     },
     { ...testDeps(), clock, registry },
-    { periodMs: 60_000, routed: () => traffic.routed },
+    quietWhileUnrouted(traffic, 60_000),
   );
   t.teardown(stop);
   const nextCheck = async (n: number): Promise<number[]> => {
@@ -270,8 +272,11 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   t.equal(r.ready, true);
   clock.advance(60_000);
   t.same(await nextCheck(2), [60_000], 'still quiet');
-  traffic.routed = true;
-  clock.advance(60_000);
+  clock.advance(1_000);
+  routeTo(sibling);
+  t.same(clock.pending(), [4_000], "the workload's first request brings the next check to a period after the last");
+  t.equal(traffic.waiters.size, 0);
+  clock.advance(4_000);
   t.same(await nextCheck(3), [5_000], 'once a request was routed to the workload: the period');
   traffic.routed = false;
   open = false;
@@ -287,6 +292,10 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   clock.advance(5_000);
   t.same(await nextCheck(7), [60_000], 'ready again and still no traffic: quiet');
   t.equal(r.ready, true);
+  t.equal(traffic.waiters.size, 1, 'waiting for the first request');
+  stop();
+  t.equal(traffic.waiters.size, 0, 'stopping the probe forgets it');
+  t.same(clock.pending(), []);
 });
 
 t.test('startProbing: a replica that is not ready yet keeps the period while its workload is quiet', async (t) => {
@@ -303,7 +312,7 @@ t.test('startProbing: a replica that is not ready yet keeps the period while its
       return { host: '127.0.0.1', port: closed };
     },
     { ...testDeps(), clock, registry },
-    { periodMs: 60_000, routed: () => false },
+    quietWhileUnrouted(workloadTraffic(), 60_000),
   );
   t.teardown(stop);
   clock.advance(0);
