@@ -58,6 +58,11 @@ export interface DataPlaneOptions {
   readonly latencyOf?: (location: string) => number | undefined;
   /** Load shedding: new requests get 503 `overloaded` while it says so. */
   readonly overload?: OverloadGuard;
+  /**
+   * A standalone sidecar's workload key: only its own sidecar filters are built (it forwards to its
+   * own app; other workloads' sidecar filters run in their own sidecars or at an ingress).
+   */
+  readonly sidecarOf?: string;
 }
 
 /** What every attempt of one request sends. */
@@ -165,7 +170,7 @@ export class DataPlane implements ExchangeObserver {
   }
 
   private tableDeps(): RouteTableDeps {
-    return { deps: this.opts.deps, metrics: this.opts.metrics, shared: this.shared };
+    return { deps: this.opts.deps, metrics: this.opts.metrics, shared: this.shared, ...(this.opts.sidecarOf !== undefined ? { sidecarOf: this.opts.sidecarOf } : {}) };
   }
 
   // ---- handlers per listener -------------------------------------------------------------------

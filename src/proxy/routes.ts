@@ -46,6 +46,8 @@ export interface RouteTableDeps {
   readonly deps: Deps;
   readonly metrics: Metrics;
   readonly shared: SharedResources;
+  /** A standalone sidecar's workload: the only one whose sidecar chain is built. */
+  readonly sidecarOf?: string;
 }
 
 export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps): RouteTable {
@@ -56,7 +58,7 @@ export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, 
     retryPolicies.set(workload.key, compileRetryPolicy(workload.retryPolicy));
     const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), ...env };
     ingressChains.set(workload.key, buildChain(factories.ingress, ctx));
-    sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
+    if (env.sidecarOf === undefined || env.sidecarOf === workload.key) sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
   }
   return {
     snapshot,

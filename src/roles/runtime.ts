@@ -140,6 +140,7 @@ export class Runtime {
       metrics,
       overload,
       accessLog: opts.logger.child({ component: 'access' }),
+      ...(opts.role === 'sidecar' && opts.sidecar ? { sidecarOf: opts.sidecar.workload } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {

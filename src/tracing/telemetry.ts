@@ -102,6 +102,27 @@ export function splitHost(host: string): { address: string; port: number | undef
   return { address: host.slice(0, colon), port: Number.isInteger(port) && colon + 1 < host.length ? port : undefined };
 }
 
+function narrowTracing(plan: TracingPlan, workload: string | undefined): TracingPlan {
+  if (workload === undefined) return plan;
+  const mine = plan.workloads.get(workload);
+  const exporter = mine && plan.exporters.get(mine.exporter);
+  return {
+    exporters: exporter ? new Map([[exporter.key, exporter]]) : new Map(),
+    workloads: mine ? new Map([[workload, mine]]) : new Map(),
+    notes: plan.notes,
+  };
+}
+
+function narrowAccessLogs(plan: AccessLogPlan, workload: string | undefined): AccessLogPlan {
+  if (workload === undefined) return plan;
+  const mine = plan.workloads.get(workload) ?? [];
+  return {
+    specs: new Map(mine.map((spec) => [spec.key, spec])),
+    workloads: mine.length > 0 ? new Map([[workload, mine]]) : new Map(),
+    notes: plan.notes,
+  };
+}
+
 interface VendorKeys {
   readonly vendor: string;
   readonly location: string;
@@ -150,8 +171,11 @@ export class Telemetry implements RequestTelemetry {
     if (this.closed) return;
     this.vendor = snapshot.settings.vendor;
     if (this.keys.vendor !== this.vendor) this.keys = vendorKeys(this.vendor);
-    const tracing = compileTracingPlan(snapshot, this.opts.collector ? { collector: this.opts.collector } : {});
-    const accessLogs = compileAccessLogPlan(snapshot);
+    // A standalone sidecar serves its own workload only: other workloads' exporters and access-log
+    // streams are not opened here (nor the tracing SDK loaded for them).
+    const own = this.opts.role === 'sidecar' ? this.opts.sidecar?.workload : undefined;
+    const tracing = narrowTracing(compileTracingPlan(snapshot, this.opts.collector ? { collector: this.opts.collector } : {}), own);
+    const accessLogs = narrowAccessLogs(compileAccessLogPlan(snapshot), own);
     for (const note of [...tracing.notes, ...accessLogs.notes]) {
       if (this.noted.has(note)) continue;
       this.noted.add(note);

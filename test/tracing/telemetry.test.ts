@@ -85,6 +85,30 @@ t.test('traced and untraced workloads side by side', async (t) => {
   t.equal(spans.find((s) => s.name === 'ratelimit')!.status.code, 2, 'a child ended with error');
 });
 
+t.test("a standalone sidecar follows its own workload's tracing only", async (t) => {
+  const snapshot = buildSnapshot(recs(true), defaultSettings);
+  let exporters = 0;
+  const memory = new InMemorySpanExporter();
+  const exporterFactory = () => (exporters++, memory);
+  const untraced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/web', replica: 'web-0' }, logger: silentLogger(), registry: new Registry(), exporterFactory });
+  t.teardown(() => untraced.close());
+  const ex = exchange(snapshot.workloads.get('shop/web'), { traceparent: TP });
+  untraced.requestStart(ex, 'sidecar');
+  t.equal(ex.telemetry, undefined, "the sidecar of an untraced workload is inert, though its config traces another workload");
+  await untraced.ready();
+  await untraced.flush();
+  const traced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/api', replica: 'api-0' }, logger: silentLogger(), registry: new Registry(), exporterFactory, batch: { scheduledDelayMillis: 10 } });
+  t.teardown(() => traced.close());
+  await traced.ready();
+  const api = exchange(snapshot.workloads.get('shop/api'));
+  traced.requestStart(api, 'sidecar');
+  (api as { status: number }).status = 200;
+  traced.requestEnd(api);
+  await traced.flush();
+  t.same(memory.getFinishedSpans().map((s) => s.name), ['GET'], 'its server span (no upstream attempt was made)');
+  t.equal(exporters, 1, "one exporter: the traced workload's sidecar's");
+});
+
 t.test('many requests: two spans each when traced, no state and no span when not', async (t) => {
   const snapshot = buildSnapshot(recs(true), defaultSettings);
   const memory = new InMemorySpanExporter();
