@@ -6,14 +6,15 @@
  * ready-replica gauge takes the lowest worker view), and each worker adds its request count under
  * its own `worker` label.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { fastHistogram, type FastHistogram, type Observer } from './histogram.js';
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 export class Metrics {
   readonly registry = new Registry();
   readonly requests: Counter<'workload' | 'location' | 'status_class'>;
-  readonly upstreamLatency: Histogram<'workload'>;
+  readonly upstreamLatency: FastHistogram<'workload'>;
   readonly openConnections: Gauge;
   readonly configReloads: Counter<'result'>;
   readonly replicasReady: Gauge<'workload' | 'location'>;
@@ -25,7 +26,7 @@ export class Metrics {
    * label set on every `inc`).
    */
   private readonly requestCounts = new Map<string, Map<string, number[]>>();
-  private readonly latencyChildren = new Map<string, { observe(value: number): void }>();
+  private readonly latencyChildren = new Map<string, Observer>();
 
   constructor(opts: {
     defaultMetrics?: boolean;
@@ -52,13 +53,10 @@ export class Metrics {
         }
       },
     });
-    this.upstreamLatency = new Histogram({
-      name: 'svcproxy_upstream_latency_seconds',
-      help: 'Time from sending a request upstream to its response headers',
-      labelNames: ['workload'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    });
+    this.upstreamLatency = fastHistogram(
+      this.registry, 'svcproxy_upstream_latency_seconds', 'Time from sending a request upstream to its response headers', ['workload'],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    );
     const connections = opts.connections;
     this.openConnections = new Gauge({
       name: 'svcproxy_open_connections',

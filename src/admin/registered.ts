@@ -1,8 +1,9 @@
 /**
  * Metrics a component registers once per registry: components are built again on every reload (and
- * once per workload), so each looks its metric up by name and creates it only the first time.
+ * once per workload), so each looks its metric up by name and creates it only the first time
+ * (histograms: histogram.ts).
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 
 export function registered<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();
@@ -12,6 +13,3 @@ export function sharedCounter<L extends string = string>(registry: Registry, nam
   return registered(registry, name, () => new Counter<L>({ name, help, labelNames, registers: [registry] }));
 }
 
-export function sharedHistogram<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
-  return registered(registry, name, () => new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] }));
-}

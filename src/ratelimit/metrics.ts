@@ -4,7 +4,8 @@
  * on every reload, so each metric is registered once per registry (admin/registered.ts); label children are cached per workload so the hot path does no label hashing.
  */
 import type { Registry } from 'prom-client';
-import { sharedCounter, sharedHistogram } from '../admin/registered.js';
+import { sharedCounter } from '../admin/registered.js';
+import { fastHistogram } from '../admin/histogram.js';
 
 export type CheckResult = 'ok' | 'over_limit' | 'error';
 
@@ -17,7 +18,7 @@ const DURATION = 'svcproxy_ratelimit_check_duration_seconds';
 
 export function workloadRateLimitMetrics(registry: Registry, workload: string): WorkloadRateLimitMetrics {
   const checks = sharedCounter(registry, CHECKS, 'Rate-limit checks by workload and result (ok, over_limit, error)', ['workload', 'result']);
-  const duration = sharedHistogram(
+  const duration = fastHistogram(
     registry, DURATION, 'Time a rate-limit check took, answered or failed', ['workload'],
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
   ).labels(workload);
