@@ -142,8 +142,7 @@ function header(ex: Exchange, name: string): string | undefined {
 export class Telemetry implements RequestTelemetry {
   private tracing: TracingPlan = EMPTY_TRACING;
   private accessLogs: AccessLogPlan = EMPTY_ALS;
-  private vendor = 'svc';
-  /** The vendor's span attribute keys, made once per configuration rather than per span. */
+  /** The vendor and its span attribute keys, made once per configuration rather than per span. */
   private keys = vendorKeys('svc');
   /** Some workload traces or logs: requests are followed at all. */
   private active = false;
@@ -169,8 +168,7 @@ export class Telemetry implements RequestTelemetry {
 
   update(snapshot: Snapshot): void {
     if (this.closed) return;
-    this.vendor = snapshot.settings.vendor;
-    if (this.keys.vendor !== this.vendor) this.keys = vendorKeys(this.vendor);
+    if (this.keys.vendor !== snapshot.settings.vendor) this.keys = vendorKeys(snapshot.settings.vendor);
     // A standalone sidecar serves its own workload only: other workloads' exporters and access-log
     // streams are not opened here (nor the tracing SDK loaded for them).
     const own = this.opts.role === 'sidecar' ? this.opts.sidecar?.workload : undefined;
@@ -224,7 +222,7 @@ export class Telemetry implements RequestTelemetry {
       const resource: Record<string, string> = sidecarWorkload
         ? { 'service.name': sidecarWorkload.slice(slash + 1), 'service.namespace': sidecarWorkload.slice(0, Math.max(slash, 0)) }
         : { 'service.name': 'svcproxy-ingress' };
-      if (this.opts.location) resource[`${this.vendor}.location`] = this.opts.location;
+      if (this.opts.location) resource[this.keys.location] = this.opts.location;
       this.pool = new sdk.TracerPool({
         logger: this.opts.logger,
         metrics: sdk.tracingMetrics(this.opts.registry),
