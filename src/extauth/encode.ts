@@ -17,8 +17,7 @@ function peer(w: ProtoWriter, field: number, p: PeerObject): void {
     const address = w.begin(1);
     const socket = w.begin(1);
     w.string(2, p.address.socket_address.address);
-    w.tag(3, 0);
-    w.varint(p.address.socket_address.port_value);
+    w.uint(3, p.address.socket_address.port_value);
     w.end(socket);
     w.end(address);
   }
@@ -56,8 +55,7 @@ export function encodeCheckRequest(request: CheckRequestObject): Buffer {
   const req = w.begin(4);
   const time = w.begin(1);
   w.int64(1, a.request.time.seconds);
-  w.tag(2, 0);
-  w.varint(a.request.time.nanos);
+  w.uint(2, a.request.time.nanos);
   w.end(time);
   httpRequest(w, 2, a.request.http);
   w.end(req);

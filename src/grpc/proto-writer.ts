@@ -36,6 +36,12 @@ export class ProtoWriter {
     this.varint((field << 3) | wire);
   }
 
+  /** A varint field (uint32, uint64, a non-negative int, an enum, a bool as 0 / 1). */
+  uint(field: number, v: number): void {
+    this.tag(field, 0);
+    this.varint(v);
+  }
+
   /** Start nested message `field`: its tag, one byte reserved for the length; returns where the content starts. */
   begin(field: number): number {
     this.tag(field, 2);

@@ -16,17 +16,14 @@ export function encodeRateLimitRequest(request: RateLimitRequest): Buffer {
     for (const e of d.entries) w.entry(1, e.key, e.value);
     if (d.limit) {
       const limit = w.begin(2);
-      w.tag(1, 0);
-      w.varint(d.limit.requests_per_unit);
-      w.tag(2, 0);
-      w.varint(UNITS[d.limit.unit] ?? 0);
+      w.uint(1, d.limit.requests_per_unit);
+      w.uint(2, UNITS[d.limit.unit] ?? 0);
       w.end(limit);
     }
     w.end(descriptor);
   }
   if (request.hits_addend !== undefined) {
-    w.tag(3, 0);
-    w.varint(request.hits_addend);
+    w.uint(3, request.hits_addend);
   }
   return w.view();
 }

@@ -31,8 +31,7 @@ function anyValue(w: Writer, field: number, v: AttributeValue | Uint8Array | nul
     if (Number.isInteger(v)) w.int64(3, v);
     else w.double(4, v);
   } else if (typeof v === 'boolean') {
-    w.tag(2, 0);
-    w.varint(v ? 1 : 0);
+    w.uint(2, v ? 1 : 0);
   } else if (v instanceof Uint8Array) w.bytes(7, v);
   else if (Array.isArray(v)) {
     const array = w.begin(5);
@@ -67,14 +66,12 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
   const parent = s.parentSpanContext;
   if (parent?.spanId) w.hex(4, parent.spanId);
   w.string(5, s.name);
-  w.tag(6, 0);
-  w.varint(kindOf(s.kind));
+  w.uint(6, kindOf(s.kind));
   w.time(7, s.startTime);
   w.time(8, s.endTime);
   attributes(w, 9, s.attributes);
   if (s.droppedAttributesCount) {
-    w.tag(10, 0);
-    w.varint(s.droppedAttributesCount);
+    w.uint(10, s.droppedAttributesCount);
   }
   for (const e of s.events) {
     const ev = w.begin(11);
@@ -82,14 +79,12 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
     w.string(2, e.name);
     if (e.attributes) attributes(w, 3, e.attributes);
     if (e.droppedAttributesCount) {
-      w.tag(4, 0);
-      w.varint(e.droppedAttributesCount);
+      w.uint(4, e.droppedAttributesCount);
     }
     w.end(ev);
   }
   if (s.droppedEventsCount) {
-    w.tag(12, 0);
-    w.varint(s.droppedEventsCount);
+    w.uint(12, s.droppedEventsCount);
   }
   for (const l of s.links) {
     const link = w.begin(13);
@@ -101,15 +96,13 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
     w.end(link);
   }
   if (s.droppedLinksCount) {
-    w.tag(14, 0);
-    w.varint(s.droppedLinksCount);
+    w.uint(14, s.droppedLinksCount);
   }
   // Always present, as the OpenTelemetry serializer writes it (empty when unset).
   const st = w.begin(15);
   if (s.status.message) w.string(2, s.status.message);
   if (s.status.code) {
-    w.tag(3, 0);
-    w.varint(s.status.code);
+    w.uint(3, s.status.code);
   }
   w.end(st);
   // SpanFlags: the W3C trace flags, and whether the parent is known remote (HAS_IS_REMOTE | IS_REMOTE).
