@@ -71,6 +71,8 @@ export class FastHistogram<L extends string = string> {
     const values: MetricValue[] = [];
     const bucket = `${this.name}_bucket`;
     for (const c of this.children.values()) {
+      // As prom-client: a label set appears with its first observation.
+      if (c.count === 0) continue;
       let acc = 0;
       this.upperBounds.forEach((le, i) => {
         acc += c.counts[i]!;
@@ -83,8 +85,13 @@ export class FastHistogram<L extends string = string> {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 
+  /** Zero every label set; children already bound keep counting. */
   reset(): void {
-    this.children.clear();
+    for (const c of this.children.values()) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+    }
   }
 }
 

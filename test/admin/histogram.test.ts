@@ -41,12 +41,18 @@ t.test('summed across workers like prom-client\'s', async (t) => {
   t.equal(await ours.metrics(), await theirs.metrics());
 });
 
-t.test('registered once per registry; reset empties it', async (t) => {
+t.test('registered once per registry; a label set appears when first observed; reset zeroes it', async (t) => {
   const registry = new Registry();
   const h = fastHistogram(registry, 'svcproxy_x_seconds', 'x', ['workload'], BUCKETS);
   t.equal(fastHistogram(registry, 'svcproxy_x_seconds', 'x', ['workload'], BUCKETS), h, 'looked up by name the second time');
-  h.labels('w').observe(0.5);
+  const bound = h.labels('w');
+  h.labels('never-observed');
+  t.notMatch(await registry.metrics(), /svcproxy_x_seconds_count/, "a bound label set appears with its first observation, as in prom-client");
+  bound.observe(0.5);
   t.match(await registry.metrics(), /svcproxy_x_seconds_count\{workload="w"\} 1/);
+  t.notMatch(await registry.metrics(), /never-observed/);
   registry.resetMetrics();
   t.notMatch(await registry.metrics(), /svcproxy_x_seconds_count/);
+  bound.observe(0.25);
+  t.match(await registry.metrics(), /svcproxy_x_seconds_count\{workload="w"\} 1/, 'a child bound before the reset counts after it');
 });
