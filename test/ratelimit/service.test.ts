@@ -200,6 +200,17 @@ t.test('a failing or hanging store: UNAVAILABLE, within the bound', async (t) =>
   t.equal(await pending, grpc.status.UNAVAILABLE, 'answered at the 200 ms bound of fake time');
 });
 
+t.test('in-memory counters: no timer per check; a failing one is still UNAVAILABLE', async (t) => {
+  const { clock, ask } = setup();
+  const answer = ask('fixed');
+  t.same(clock.pending(), [], 'nothing scheduled for the check');
+  t.equal((await answer).overall_code, 'OK');
+  const broken: Store = { kind: 'memory', ready: () => true, close: async () => undefined, check: () => Promise.reject(new Error('broken')) };
+  const err = await setup({ store: broken }).ask('fixed').catch((e: unknown) => e);
+  t.equal((err as RpcError).code, grpc.status.UNAVAILABLE);
+  t.match((err as Error).message, /rate limit store failed: broken/);
+});
+
 t.test('metrics: checks by domain and code', async (t) => {
   const { ask, registry, service } = setup();
   await ask('zero');

@@ -146,6 +146,13 @@ export class RateLimitService {
   /** The store's answer, or UNAVAILABLE when it fails or is slower than the bound. */
   private count(checks: CounterCheck[], hits: number): ReturnType<Store['check']> {
     const { store, clock } = this.deps;
+    // In-memory counters answer at once: a timer per check would only cost (a Timeout, a timer-list
+    // insert and removal). A store across the network is bounded by storeTimeoutMs.
+    if (store.kind === 'memory') {
+      return store.check(checks, hits, clock.wallNow()).catch((err: Error) => {
+        throw new RpcError(Status.UNAVAILABLE, `rate limit store failed: ${err.message}`);
+      });
+    }
     const bound = this.deps.storeTimeoutMs ?? 500;
     return new Promise((resolve, reject) => {
       let done = false;
