@@ -8,7 +8,7 @@
  * gRPC status, or a malformed answer; the filter decides between fail-open and fail-closed.
  */
 import type { Clock } from '../deps.js';
-import { encodeRateLimitRequest } from './encode.js';
+import { encodeRateLimitRequest } from './wire.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
 import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
 

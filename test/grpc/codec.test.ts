@@ -1,5 +1,5 @@
 /**
- * The filters' request encoders (src/extauth/encode.ts, src/ratelimit/encode.ts) write the same bytes
+ * The filters' request encoders (src/extauth/encode.ts, src/ratelimit/wire.ts) write the same bytes
  * as proto-loader's serializer (fromObject, then encode) for the objects the filters build: an
  * ext_authz CheckRequest with and without a body (text and raw bytes), addresses, principals, a
  * negative size, a timestamp, non-ASCII and long values (nested lengths past one byte), many headers;
@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { encodeCheckRequest } from '../../src/extauth/encode.js';
-import { encodeRateLimitRequest } from '../../src/ratelimit/encode.js';
+import { encodeRateLimitRequest } from '../../src/ratelimit/wire.js';
 import type { CheckRequestObject, HttpRequestObject } from '../../src/extauth/attributes.js';
 import { authWire } from '../../src/extauth/proto.js';
 import { serviceDefinition, type RateLimitRequest } from '../../src/ratelimit/proto.js';

@@ -17,7 +17,8 @@ import { registered } from '../../admin/registered.js';
 import { RpcError, startUnaryServer } from '../../grpc/server.js';
 import { Status } from '../../grpc/unary.js';
 import type { Clock } from '../../deps.js';
-import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from '../proto.js';
+import { SHOULD_RATE_LIMIT_PATH, type DescriptorStatus, type RateLimitRequest, type RateLimitResponse } from '../proto.js';
+import { decodeRateLimitRequest, encodeRateLimitResponse } from '../wire.js';
 import { applyReplaces, findLimit, overrideLimit } from './match.js';
 import type { Limit, RuleSet } from './rules.js';
 import { descriptorKey, StoreError, type CounterCheck, type Store } from './store.js';
@@ -190,15 +191,14 @@ export interface ServerTls {
 
 /** Serve `service` over gRPC on host:port (0 picks one): TLS when given a certificate, else cleartext. */
 export async function startRateLimitServer(service: RateLimitService, host: string, port: number, logger: Logger, tls?: ServerTls): Promise<RateLimitServer> {
-  const method = serviceDefinition()['ShouldRateLimit']!;
   const shouldRateLimit = async (message: Buffer): Promise<Buffer> => {
     let request: RateLimitRequest;
     try {
-      request = method.requestDeserialize(message) as RateLimitRequest;
+      request = decodeRateLimitRequest(message);
     } catch (err) {
       throw new RpcError(Status.INTERNAL, `request message does not parse: ${(err as Error).message}`);
     }
-    return method.responseSerialize(await service.shouldRateLimit(request));
+    return encodeRateLimitResponse(await service.shouldRateLimit(request));
   };
   return startUnaryServer({
     host,

@@ -1,0 +1,89 @@
+/**
+ * A protobuf reader over one message's bytes, for the requests the rate-limit service decodes on its
+ * hot path: varints (up to 2^53), length-delimited fields as views, and skipping of every field it
+ * does not know (wire types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated field,
+ * a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
+ */
+export class ProtoError extends Error {
+  override name = 'ProtoError';
+}
+
+export class ProtoReader {
+  pos: number;
+
+  constructor(
+    private readonly buf: Uint8Array,
+    start = 0,
+    readonly end = buf.length,
+  ) {
+    this.pos = start;
+  }
+
+  get done(): boolean {
+    return this.pos >= this.end;
+  }
+
+  varint(): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new ProtoError('truncated varint');
+      const b = this.buf[this.pos++]!;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) return value;
+      scale *= 128;
+    }
+    throw new ProtoError('varint longer than 10 bytes');
+  }
+
+  /** Field number and wire type of the next field. */
+  tag(): { field: number; wire: number } {
+    const t = this.varint();
+    return { field: Math.floor(t / 8), wire: t % 8 };
+  }
+
+  /** A length-delimited field's bounds; the reader moves past it. */
+  delimited(): { start: number; end: number } {
+    const length = this.varint();
+    const start = this.pos;
+    const end = start + length;
+    if (end > this.end) throw new ProtoError('truncated length-delimited field');
+    this.pos = end;
+    return { start, end };
+  }
+
+  string(): string {
+    const { start, end } = this.delimited();
+    return Buffer.from(this.buf.buffer, this.buf.byteOffset + start, end - start).toString('utf8');
+  }
+
+  /** A reader for the embedded message that comes next. */
+  message(): ProtoReader {
+    const { start, end } = this.delimited();
+    return new ProtoReader(this.buf, start, end);
+  }
+
+  skip(wire: number): void {
+    switch (wire) {
+      case 0:
+        this.varint();
+        return;
+      case 1:
+        this.advance(8);
+        return;
+      case 2:
+        this.delimited();
+        return;
+      case 5:
+        this.advance(4);
+        return;
+      default:
+        throw new ProtoError(`wire type ${wire} is not supported`);
+    }
+  }
+
+  private advance(n: number): void {
+    if (this.pos + n > this.end) throw new ProtoError('truncated fixed-size field');
+    this.pos += n;
+  }
+}

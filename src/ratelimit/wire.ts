@@ -1,0 +1,118 @@
+/**
+ * The RLS wire (envoy.service.ratelimit.v3) written out for the hot paths, without proto-loader's
+ * intermediate message objects. The proxy's client writes `RateLimitRequest`s; the rate-limit
+ * service decodes them into the object proto-loader would give (keepCase, enums as names, defaults
+ * filled in, unknown fields skipped) and writes its `RateLimitResponse`s. Written fields are in
+ * field-number order and every field the object carries is written, as protobuf.js does: the same
+ * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
+ */
+import { ProtoReader } from '../grpc/proto-reader.js';
+import { ProtoWriter } from '../grpc/proto-writer.js';
+import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
+
+const UNIT_NAMES: readonly Unit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
+const UNITS: Readonly<Record<Unit, number>> = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6 };
+const CODES: Readonly<Record<Code, number>> = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 };
+
+/** RateLimitDescriptor { entries 1 { key 1, value 2 }, limit 2 { requests_per_unit 1, unit 2 } } */
+function descriptor(r: ProtoReader): RateLimitDescriptor {
+  const d: RateLimitDescriptor = { entries: [], limit: null };
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field === 1 && wire === 2) {
+      const e = r.message();
+      const entry = { key: '', value: '' };
+      while (!e.done) {
+        const t = e.tag();
+        if (t.field === 1 && t.wire === 2) entry.key = e.string();
+        else if (t.field === 2 && t.wire === 2) entry.value = e.string();
+        else e.skip(t.wire);
+      }
+      d.entries.push(entry);
+    } else if (field === 2 && wire === 2) {
+      const l = r.message();
+      const limit = { requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
+      while (!l.done) {
+        const t = l.tag();
+        if (t.field === 1 && t.wire === 0) limit.requests_per_unit = l.varint() >>> 0;
+        else if (t.field === 2 && t.wire === 0) {
+          const n = l.varint();
+          // An enum number this proto does not name stays a number, as proto-loader leaves it.
+          limit.unit = UNIT_NAMES[n] ?? (n as unknown as Unit);
+        } else l.skip(t.wire);
+      }
+      d.limit = limit;
+    } else r.skip(wire);
+  }
+  return d;
+}
+
+/** RateLimitRequest { domain 1, descriptors 2, hits_addend 3 }: the proxy's check. */
+export function encodeRateLimitRequest(request: RateLimitRequest): Buffer {
+  const w = new ProtoWriter(256);
+  w.string(1, request.domain);
+  for (const d of request.descriptors) {
+    const descriptor = w.begin(2);
+    for (const e of d.entries) w.entry(1, e.key, e.value);
+    if (d.limit) {
+      const limit = w.begin(2);
+      w.uint(1, d.limit.requests_per_unit);
+      w.uint(2, UNITS[d.limit.unit] ?? 0);
+      w.end(limit);
+    }
+    w.end(descriptor);
+  }
+  if (request.hits_addend !== undefined) w.uint(3, request.hits_addend);
+  return w.view();
+}
+
+export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequest {
+  const r = new ProtoReader(bytes);
+  const request: RateLimitRequest = { domain: '', descriptors: [], hits_addend: 0 };
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field === 1 && wire === 2) request.domain = r.string();
+    else if (field === 2 && wire === 2) request.descriptors.push(descriptor(r.message()));
+    else if (field === 3 && wire === 0) request.hits_addend = r.varint() >>> 0;
+    else r.skip(wire);
+  }
+  return request;
+}
+
+function headerValue(w: ProtoWriter, field: number, h: HeaderValue): void {
+  const start = w.begin(field);
+  w.string(1, h.key);
+  if (h.value !== undefined) w.string(2, h.value);
+  if (h.raw_value !== undefined) w.bytes(3, h.raw_value);
+  w.end(start);
+}
+
+/** DescriptorStatus { code 1, current_limit 2 { requests_per_unit 1, unit 2, name 3 }, limit_remaining 3, duration_until_reset 4 } */
+function descriptorStatus(w: ProtoWriter, s: DescriptorStatus): void {
+  const start = w.begin(2);
+  w.uint(1, CODES[s.code]);
+  if (s.current_limit) {
+    const limit = w.begin(2);
+    w.uint(1, s.current_limit.requests_per_unit);
+    w.uint(2, UNITS[s.current_limit.unit]);
+    if (s.current_limit.name !== undefined) w.string(3, s.current_limit.name);
+    w.end(limit);
+  }
+  if (s.limit_remaining !== undefined) w.uint(3, s.limit_remaining);
+  if (s.duration_until_reset) {
+    const d = w.begin(4);
+    w.int64(1, Number(s.duration_until_reset.seconds));
+    if (s.duration_until_reset.nanos !== undefined) w.uint(2, s.duration_until_reset.nanos);
+    w.end(d);
+  }
+  w.end(start);
+}
+
+export function encodeRateLimitResponse(response: RateLimitResponse): Buffer {
+  const w = new ProtoWriter(256);
+  w.uint(1, CODES[response.overall_code]);
+  for (const s of response.statuses ?? []) descriptorStatus(w, s);
+  for (const h of response.response_headers_to_add ?? []) headerValue(w, 3, h);
+  for (const h of response.request_headers_to_add ?? []) headerValue(w, 4, h);
+  return w.view();
+}
