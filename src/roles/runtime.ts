@@ -140,12 +140,14 @@ export class Runtime {
       metrics,
       overload,
       accessLog: opts.logger.child({ component: 'access' }),
-      ...(opts.role === 'sidecar' && opts.sidecar ? { sidecarOf: opts.sidecar.workload } : {}),
+      // Without a mesh listener a sidecar only ever runs its own workload's sidecar filters; with one
+      // it also applies a target's filters in-process for replicas that have no sidecar of their own.
+      ...(opts.role === 'sidecar' && opts.sidecar && !(opts.mesh?.length) ? { sidecarOf: opts.sidecar.workload } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {
         role: opts.role, logger: opts.logger, registry: metrics.registry, clock: deps.clock,
-        collector: opts.tracingCollector, location: opts.location, sidecar: opts.sidecar,
+        collector: opts.tracingCollector, location: opts.location, sidecar: opts.sidecar, outbound: (opts.mesh?.length ?? 0) > 0,
       }),
       // The router's own location is 0 ms away; others are measured by active probes.
       latencyOf: (loc: string) => (loc === own ? 0 : prober.latencyOf(loc)),
@@ -181,9 +183,15 @@ export class Runtime {
    * identity, addresses and probe are unchanged by a reload keeps its object, its readiness and its
    * probe loop, so a reload never takes healthy replicas out of rotation.
    */
+  /** Routes to other workloads' replicas: every role but a sidecar without a mesh listener. */
+  private routesOutbound(): boolean {
+    return this.opts.role !== 'sidecar' || (this.opts.mesh?.length ?? 0) > 0;
+  }
+
   private applyDeployments(snapshot: Snapshot): void {
-    // A standalone sidecar forwards to its own app only: it needs no replica table.
-    if (this.opts.role === 'sidecar') return;
+    // A standalone sidecar's inbound listener forwards to its own app only; it needs the replica
+    // table for its mesh (outbound) listener, which serves the internal host names (DESIGN §4).
+    if (!this.routesOutbound()) return;
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
     let total = 0;

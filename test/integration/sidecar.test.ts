@@ -6,6 +6,7 @@
 import t from 'tap';
 import net from 'node:net';
 import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
+import { deadPort } from '../fixtures/extauth/servers.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
 
@@ -46,6 +47,36 @@ t.test('publishNotReadyAddresses admits not-ready replicas on internal endpoints
   const meshPort = plane.runtime.meshListeners[0]!.address.port;
   t.equal((await request(meshPort, 'api.shop.internal.localhost:8080', '/')).status, 200, 'internal endpoint reaches the not-ready replica');
   t.equal((await request(plane.port, CANONICAL, '/')).status, 503, 'the canonical endpoint does not');
+});
+
+t.test("a sidecar's mesh listener serves internal host names, with the target's filters for a replica without a sidecar", async (t) => {
+  const app = await startHttpServer(t, echoHandler('app'));
+  const other = await startHttpServer(t, echoHandler('other'));
+  const base = records({
+    replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
+    workloadSpec: { firewallConfig: { internal: { inboundAllowType: 'same-org' }, external: { inboundAllowCIDR: ['0.0.0.0/0'] } } },
+  });
+  const deadAuth = await deadPort();
+  // shop/guarded: checked by an authorization service that is down, failing closed.
+  const guarded = base
+    .filter((r) => r.kind === 'workload' || r.kind === 'deployment')
+    .map((r) => (r.kind === 'workload'
+      ? { ...r, name: 'guarded', tags: { 'svc/externalAuthAddress': '127.0.0.1', 'svc/externalAuthPort': deadAuth, 'svc/externalAuthScheme': 'http', 'svc/externalAuthFailureAllow': false } }
+      : { ...r, name: 'guarded', status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'guarded-0', address: `127.0.0.1:${other.port}` }] }] } }));
+  const sidecar = await startPlane(t, [...base, ...guarded], {
+    role: 'sidecar',
+    mesh: ['127.0.0.1:0'],
+    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
+  });
+  await sidecar.ready();
+  const meshPort = sidecar.runtime.meshListeners[0]!.address.port;
+  const own = await request(meshPort, 'api.shop.internal.localhost:8080', '/');
+  t.equal(own.status, 200, 'an internal host routes to its deployment replica');
+  t.equal(JSON.parse(own.body).name, 'app');
+  const checked = await request(meshPort, 'guarded.shop.internal.localhost:8080', '/');
+  t.equal(checked.status, 403, "the target's external authorization runs in-process (its service is down: closed)");
+  t.equal(JSON.parse(checked.body).code, 'AUTH_FAILED');
+  t.equal((await request(sidecar.port, 'anything.example', '/in')).status, 200, 'the inbound listener still forwards to its app');
 });
 
 t.test('stop drains: in-flight requests finish, new connections are refused', async (t) => {
