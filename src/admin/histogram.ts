@@ -6,6 +6,7 @@
  * set and an observation is a bucket search and three additions.
  */
 import type { Registry } from 'prom-client';
+import { registered } from './registered.js';
 
 export interface Observer {
   observe(value: number): void;
@@ -97,9 +98,9 @@ export class FastHistogram<L extends string = string> {
 
 /** The registry's histogram of this name, created (and registered) the first time. */
 export function fastHistogram<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[], buckets: readonly number[]): FastHistogram<L> {
-  const existing = registry.getSingleMetric(name) as unknown as FastHistogram<L> | undefined;
-  if (existing) return existing;
-  const h = new FastHistogram<L>(name, help, labelNames, [...buckets].sort((a, b) => a - b));
-  registry.registerMetric(h as never);
-  return h;
+  return registered(registry, name, () => {
+    const h = new FastHistogram<L>(name, help, labelNames, [...buckets].sort((a, b) => a - b));
+    registry.registerMetric(h as never);
+    return h;
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * Metrics a component registers once per registry: components are built again on every reload (and
  * once per workload), so each looks its metric up by name and creates it only the first time
- * (histograms: histogram.ts).
+ * (histograms: histogram.ts, through `registered` too).
  */
 import { Counter, type Registry } from 'prom-client';
 
@@ -12,4 +12,3 @@ export function registered<T>(registry: Registry, name: string, create: () => T)
 export function sharedCounter<L extends string = string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
   return registered(registry, name, () => new Counter<L>({ name, help, labelNames, registers: [registry] }));
 }
-
