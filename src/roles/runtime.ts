@@ -66,6 +66,15 @@ export interface RuntimeOptions {
 }
 
 /**
+ * The workload a process serves alone: a standalone sidecar without a mesh listener forwards to its
+ * own app only, so it needs no replica table and none of the other workloads' filters or telemetry.
+ * With a mesh listener it routes the internal host names like an ingress (DESIGN §4).
+ */
+function ownWorkloadOnly(opts: RuntimeOptions): string | undefined {
+  return opts.role === 'sidecar' && !(opts.mesh?.length) ? opts.sidecar?.workload : undefined;
+}
+
+/**
  * A ready deployment replica whose workload has had no request routed to it yet is checked once a
  * minute instead of every period (Envoy's `no_traffic_healthy_interval` default): a router in front of
  * thousands of workloads, most of them idle, would otherwise spend a connect per replica and period.
@@ -130,6 +139,7 @@ export class Runtime {
       ...(opts.worker !== undefined ? { worker: opts.worker } : {}),
     });
     const own = opts.location;
+    const onlyWorkload = ownWorkloadOnly(opts);
     const replicas = new ReplicaRegistry();
     const prober = new LatencyProber(replicas, deps.clock);
     const maxDelay = opts.limits?.maxEventLoopDelayMs;
@@ -140,14 +150,14 @@ export class Runtime {
       metrics,
       overload,
       accessLog: opts.logger.child({ component: 'access' }),
-      // Without a mesh listener a sidecar only ever runs its own workload's sidecar filters; with one
-      // it also applies a target's filters in-process for replicas that have no sidecar of their own.
-      ...(opts.role === 'sidecar' && opts.sidecar && !(opts.mesh?.length) ? { sidecarOf: opts.sidecar.workload } : {}),
+      // With a mesh listener a sidecar also applies a target's filters in-process, for replicas that
+      // have no sidecar of their own: then every workload's chain is built.
+      ...(onlyWorkload !== undefined ? { sidecarOf: onlyWorkload } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {
         role: opts.role, logger: opts.logger, registry: metrics.registry, clock: deps.clock,
-        collector: opts.tracingCollector, location: opts.location, sidecar: opts.sidecar, outbound: (opts.mesh?.length ?? 0) > 0,
+        collector: opts.tracingCollector, location: opts.location, sidecar: opts.sidecar, ...(onlyWorkload !== undefined ? { onlyWorkload } : {}),
       }),
       // The router's own location is 0 ms away; others are measured by active probes.
       latencyOf: (loc: string) => (loc === own ? 0 : prober.latencyOf(loc)),
@@ -183,15 +193,8 @@ export class Runtime {
    * identity, addresses and probe are unchanged by a reload keeps its object, its readiness and its
    * probe loop, so a reload never takes healthy replicas out of rotation.
    */
-  /** Routes to other workloads' replicas: every role but a sidecar without a mesh listener. */
-  private routesOutbound(): boolean {
-    return this.opts.role !== 'sidecar' || (this.opts.mesh?.length ?? 0) > 0;
-  }
-
   private applyDeployments(snapshot: Snapshot): void {
-    // A standalone sidecar's inbound listener forwards to its own app only; it needs the replica
-    // table for its mesh (outbound) listener, which serves the internal host names (DESIGN §4).
-    if (!this.routesOutbound()) return;
+    if (ownWorkloadOnly(this.opts) !== undefined) return;
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
     let total = 0;

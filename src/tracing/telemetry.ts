@@ -47,8 +47,8 @@ export interface TelemetryOptions {
   readonly location?: string;
   /** A standalone sidecar's identity (`gvc/name` and replica). */
   readonly sidecar?: { readonly workload: string; readonly replica: string };
-  /** A sidecar with a mesh listener also carries requests to other workloads: follow theirs too. */
-  readonly outbound?: boolean;
+  /** A standalone sidecar without a mesh listener: only this workload's tracing and access logs. */
+  readonly onlyWorkload?: string;
   /** Span batching (tests shorten the delay). */
   readonly batch?: BatchOptions;
   /** Replaces the OTLP exporters (tests). */
@@ -171,9 +171,9 @@ export class Telemetry implements RequestTelemetry {
   update(snapshot: Snapshot): void {
     if (this.closed) return;
     if (this.keys.vendor !== snapshot.settings.vendor) this.keys = vendorKeys(snapshot.settings.vendor);
-    // A standalone sidecar without a mesh listener serves its own workload only: other workloads'
-    // exporters and access-log streams are not opened here (nor the tracing SDK loaded for them).
-    const own = this.opts.role === 'sidecar' && !this.opts.outbound ? this.opts.sidecar?.workload : undefined;
+    // Other workloads' exporters and access-log streams are not opened here (nor the tracing SDK
+    // loaded for them) when this process serves one workload.
+    const own = this.opts.onlyWorkload;
     const tracing = narrowTracing(compileTracingPlan(snapshot, this.opts.collector ? { collector: this.opts.collector } : {}), own);
     const accessLogs = narrowAccessLogs(compileAccessLogPlan(snapshot), own);
     for (const note of [...tracing.notes, ...accessLogs.notes]) {

@@ -90,14 +90,14 @@ t.test("a standalone sidecar follows its own workload's tracing only", async (t)
   let exporters = 0;
   const memory = new InMemorySpanExporter();
   const exporterFactory = () => (exporters++, memory);
-  const untraced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/web', replica: 'web-0' }, logger: silentLogger(), registry: new Registry(), exporterFactory });
+  const untraced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/web', replica: 'web-0' }, onlyWorkload: 'shop/web', logger: silentLogger(), registry: new Registry(), exporterFactory });
   t.teardown(() => untraced.close());
   const ex = exchange(snapshot.workloads.get('shop/web'), { traceparent: TP });
   untraced.requestStart(ex, 'sidecar');
   t.equal(ex.telemetry, undefined, "the sidecar of an untraced workload is inert, though its config traces another workload");
   await untraced.ready();
   await untraced.flush();
-  const traced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/api', replica: 'api-0' }, logger: silentLogger(), registry: new Registry(), exporterFactory, batch: { scheduledDelayMillis: 10 } });
+  const traced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/api', replica: 'api-0' }, onlyWorkload: 'shop/api', logger: silentLogger(), registry: new Registry(), exporterFactory, batch: { scheduledDelayMillis: 10 } });
   t.teardown(() => traced.close());
   await traced.ready();
   const api = exchange(snapshot.workloads.get('shop/api'));
