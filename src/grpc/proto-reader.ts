@@ -8,6 +8,9 @@ export class ProtoError extends Error {
   override name = 'ProtoError';
 }
 
+/** A field key as the reader returns it: field number and wire type (0 varint, 2 length-delimited …). */
+export const key = (field: number, wire: number): number => field * 8 + wire;
+
 export class ProtoReader {
   pos: number;
 
@@ -36,10 +39,9 @@ export class ProtoReader {
     throw new ProtoError('varint longer than 10 bytes');
   }
 
-  /** Field number and wire type of the next field. */
-  tag(): { field: number; wire: number } {
-    const t = this.varint();
-    return { field: Math.floor(t / 8), wire: t % 8 };
+  /** The next field's key: `field << 3 | wire type` (compare it with `key(field, wire)`). */
+  key(): number {
+    return this.varint();
   }
 
   /** A length-delimited field's bounds; the reader moves past it. */
@@ -63,7 +65,9 @@ export class ProtoReader {
     return new ProtoReader(this.buf, start, end);
   }
 
-  skip(wire: number): void {
+  /** Skip the field whose key was just read. */
+  skip(key: number): void {
+    const wire = key % 8;
     switch (wire) {
       case 0:
         this.varint();

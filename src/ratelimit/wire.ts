@@ -6,43 +6,51 @@
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
-import { ProtoReader } from '../grpc/proto-reader.js';
+import { key, ProtoReader } from '../grpc/proto-reader.js';
 import { ProtoWriter } from '../grpc/proto-writer.js';
 import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
 
+/** `RateLimitUnit` names by number, and numbers by name. */
 const UNIT_NAMES: readonly Unit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
-const UNITS: Readonly<Record<Unit, number>> = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6 };
+const UNITS = Object.fromEntries(UNIT_NAMES.map((name, n) => [name, n])) as Readonly<Record<Unit, number>>;
 const CODES: Readonly<Record<Code, number>> = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 };
+
+/** The field keys read below: length-delimited (strings, messages) and varint fields by number. */
+const DELIMITED_1 = key(1, 2);
+const DELIMITED_2 = key(2, 2);
+const VARINT_1 = key(1, 0);
+const VARINT_2 = key(2, 0);
+const VARINT_3 = key(3, 0);
 
 /** RateLimitDescriptor { entries 1 { key 1, value 2 }, limit 2 { requests_per_unit 1, unit 2 } } */
 function descriptor(r: ProtoReader): RateLimitDescriptor {
   const d: RateLimitDescriptor = { entries: [], limit: null };
   while (!r.done) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) {
+    const k = r.key();
+    if (k === DELIMITED_1) {
       const e = r.message();
       const entry = { key: '', value: '' };
       while (!e.done) {
-        const t = e.tag();
-        if (t.field === 1 && t.wire === 2) entry.key = e.string();
-        else if (t.field === 2 && t.wire === 2) entry.value = e.string();
-        else e.skip(t.wire);
+        const t = e.key();
+        if (t === DELIMITED_1) entry.key = e.string();
+        else if (t === DELIMITED_2) entry.value = e.string();
+        else e.skip(t);
       }
       d.entries.push(entry);
-    } else if (field === 2 && wire === 2) {
+    } else if (k === DELIMITED_2) {
       const l = r.message();
       const limit = { requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
       while (!l.done) {
-        const t = l.tag();
-        if (t.field === 1 && t.wire === 0) limit.requests_per_unit = l.varint() >>> 0;
-        else if (t.field === 2 && t.wire === 0) {
+        const t = l.key();
+        if (t === VARINT_1) limit.requests_per_unit = l.varint() >>> 0;
+        else if (t === VARINT_2) {
           const n = l.varint();
           // An enum number this proto does not name stays a number, as proto-loader leaves it.
           limit.unit = UNIT_NAMES[n] ?? (n as unknown as Unit);
-        } else l.skip(t.wire);
+        } else l.skip(t);
       }
       d.limit = limit;
-    } else r.skip(wire);
+    } else r.skip(k);
   }
   return d;
 }
@@ -70,11 +78,11 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequest {
   const r = new ProtoReader(bytes);
   const request: RateLimitRequest = { domain: '', descriptors: [], hits_addend: 0 };
   while (!r.done) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) request.domain = r.string();
-    else if (field === 2 && wire === 2) request.descriptors.push(descriptor(r.message()));
-    else if (field === 3 && wire === 0) request.hits_addend = r.varint() >>> 0;
-    else r.skip(wire);
+    const k = r.key();
+    if (k === DELIMITED_1) request.domain = r.string();
+    else if (k === DELIMITED_2) request.descriptors.push(descriptor(r.message()));
+    else if (k === VARINT_3) request.hits_addend = r.varint() >>> 0;
+    else r.skip(k);
   }
   return request;
 }
