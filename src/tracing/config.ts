@@ -3,7 +3,7 @@
  * (its own `spec.tracing`, else the org's) and that is not `svc/tracingDisabled`, which exporter its
  * spans go to and the attributes every one of its spans carries. Exporters are keyed by what makes
  * them distinct (protocol, URL, authorization, sampling), so GVCs that share a collector share one
- * tracer provider. Nothing here fails: a GVC whose provider cannot be used (controlplane without
+ * tracer. Nothing here fails: a GVC whose provider cannot be used (controlplane without
  * `--tracing-collector`, a credentials secret link that cannot be read) is left untraced and the
  * reason is returned in `notes` for the caller to log once.
  *
@@ -16,7 +16,7 @@ import { isObject } from '../config/schema.js';
 import { parseHostPort } from '../config/values.js';
 
 export interface ExporterSpec {
-  /** Identity of the exporter and of its tracer provider. */
+  /** Identity of the exporter and of its tracer. */
   readonly key: string;
   /** `grpc`: OTLP/gRPC (`host:port`, plaintext); `http`: OTLP/HTTP with protobuf bodies. */
   readonly protocol: 'grpc' | 'http';

@@ -9,7 +9,7 @@
  * queue bound (2048) are dropped, and so are spans of a batch whose export failed (after the OTLP
  * exporter's retries); both are counted in `svcproxy_tracing_spans_dropped_total{reason}` and the
  * failures in `svcproxy_tracing_export_errors_total`, and logged at most every 30 s per exporter.
- * On reload, providers nobody needs any more are shut down (flushing what they hold) once their
+ * On reload, tracers nobody needs any more are shut down (flushing what they hold) once their
  * requests in flight have ended, or after 30 s.
  */
 import { createRequire } from 'node:module';
@@ -92,7 +92,6 @@ export interface TracingMetrics {
   readonly dropped: Counter<'reason'>;
   readonly exportErrors: Counter;
 }
-
 
 export function tracingMetrics(registry: Registry): TracingMetrics {
   return {
@@ -217,17 +216,17 @@ export interface TracerPoolOptions {
   readonly exporterFactory?: ExporterFactory;
 }
 
-/** One exporter's provider and tracer, with the count of requests in flight that use it. */
+/** One exporter's tracer and span processor, with the count of requests in flight that use it. */
 export class TracerEntry {
   active = 0;
   retired = false;
   private shutdownPromise: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private resolveClosed!: () => void;
-  /** Resolves once the provider has been shut down. */
+  /** Resolves once the processor has been shut down. */
   readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
 
-  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly provider: { shutdown(): Promise<void>; forceFlush(): Promise<void> }) {}
+  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly processor: { shutdown(): Promise<void>; forceFlush(): Promise<void> }) {}
 
   release(): void {
     if (--this.active === 0 && this.retired) void this.shutdown();
@@ -242,12 +241,12 @@ export class TracerEntry {
 
   shutdown(): Promise<void> {
     clearTimeout(this.timer);
-    this.shutdownPromise ??= this.provider.shutdown().catch(() => undefined).then(() => this.resolveClosed());
+    this.shutdownPromise ??= this.processor.shutdown().catch(() => undefined).then(() => this.resolveClosed());
     return this.shutdownPromise;
   }
 
   forceFlush(): Promise<void> {
-    return this.provider.forceFlush().catch(() => undefined);
+    return this.processor.forceFlush().catch(() => undefined);
   }
 }
 
@@ -260,7 +259,7 @@ export class TracerPool {
     this.log = opts.logger.child({ component: 'tracing' });
   }
 
-  /** Bring the providers in line with `specs`: new ones created, unchanged ones kept, gone ones retired. */
+  /** Bring the tracers in line with `specs`: new ones created, unchanged ones kept, gone ones retired. */
   apply(specs: ReadonlyMap<string, ExporterSpec>): void {
     for (const [key, spec] of specs) if (!this.entries.has(key)) this.entries.set(key, this.create(spec));
     for (const [key, entry] of this.entries) {
@@ -281,7 +280,7 @@ export class TracerPool {
     await Promise.all([...this.entries.values()].map((e) => e.forceFlush()));
   }
 
-  /** Shut every provider down, flushing what it holds, within `timeoutMs`. */
+  /** Shut every tracer's processor down, flushing what it holds, within `timeoutMs`. */
   async close(timeoutMs = 3000): Promise<void> {
     const all = [...this.entries.values(), ...this.retired];
     this.entries.clear();

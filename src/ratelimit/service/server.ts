@@ -30,7 +30,6 @@ export interface ServiceMetrics {
   readonly duration: FastHistogram<'code'>;
 }
 
-
 /** The service's metrics, registered once per registry. */
 export function serviceMetrics(registry: Registry): ServiceMetrics {
   const registers = [registry];
