@@ -1,7 +1,8 @@
 /**
  * The proxy-side rate-limit metrics: `svcproxy_ratelimit_checks_total{workload,result}` (result `ok`,
  * `over_limit`, `error`) and `svcproxy_ratelimit_check_duration_seconds{workload}`. Filter factories run
- * on every reload, so each metric is registered once per registry (admin/registered.ts); label children are cached per workload so the hot path does no label hashing.
+ * on every reload, so each metric is registered once per registry (admin/registered.ts); label
+ * children are bound per workload so the hot path does no label hashing.
  */
 import type { Registry } from 'prom-client';
 import { sharedCounter } from '../admin/registered.js';
