@@ -106,6 +106,13 @@ export class ProtoWriter {
     for (let i = 0; i < n; i++) buf[this.pos++] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
   }
 
+  /** Bytes already encoded (fields of the message being written). */
+  raw(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
+  }
+
   bytes(field: number, b: Uint8Array): void {
     this.tag(field, 2);
     this.varint(b.length);

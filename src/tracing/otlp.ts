@@ -3,8 +3,9 @@
  * (opentelemetry-proto's collector/trace/v1) and sent over OTLP/gRPC (on our unary gRPC client) or
  * OTLP/HTTP with protobuf bodies (undici). It replaces @opentelemetry/exporter-trace-otlp-* because
  * their serializer measures every message before writing it and converts ids and times through
- * intermediate objects, which cost the proxy about as much per request as making the spans; here each
- * batch is written once into one growing buffer.
+ * intermediate objects, which cost the proxy about as much per request as making the spans. Here a
+ * span is written into its batch's buffer when it ends (`SpanBatch`, fed by ./batch.ts), so spans do
+ * not outlive their request waiting for the export, and the batch is wrapped once when it is sent.
  *
  * Delivery as the OTLP spec says (and as the OpenTelemetry exporters do): a failed export is retried
  * when the answer is retryable (gRPC CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
@@ -12,8 +13,7 @@
  * attempts with exponential backoff (1 s × 1.5ⁿ, jittered, at most 5 s; HTTP Retry-After honored),
  * all within the export's timeout; anything else fails the batch at once.
  */
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { Agent, request } from 'undici';
 import { systemClock } from '../deps.js';
@@ -110,7 +110,68 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
   w.end(start);
 }
 
-/** `ExportTraceServiceRequest` for a batch: one ResourceSpans per resource, one ScopeSpans per scope. */
+/** The InstrumentationScope message of a scope (name 1, version 2). */
+interface ScopeLike {
+  readonly name: string;
+  readonly version?: string;
+  readonly schemaUrl?: string;
+}
+
+interface ResourceLike {
+  readonly attributes: Attributes;
+  readonly schemaUrl?: string;
+}
+
+/**
+ * Spans of one resource and one scope, each encoded as it is added (a `ScopeSpans.spans` field), so a
+ * finished span is garbage at once instead of waiting for its batch's export; `request()` wraps them
+ * in an `ExportTraceServiceRequest` (a new buffer of exactly that size), after which `clear()` lets
+ * the batch's buffer, grown to a batch's size once, be used again.
+ */
+export class SpanBatch {
+  private readonly w = new Writer(16 * 1024);
+  count = 0;
+
+  constructor(private readonly resource: ResourceLike, private readonly scope: ScopeLike) {}
+
+  add(s: ReadableSpan): void {
+    span(this.w, 2, s);
+    this.count++;
+  }
+
+  request(): Buffer {
+    const w = new Writer(this.w.pos + 1024);
+    resourceSpans(w, this.resource, [[this.scope, this.w.view()]]);
+    return w.view();
+  }
+
+  clear(): void {
+    this.w.pos = 0;
+    this.count = 0;
+  }
+}
+
+/** A ResourceSpans (field 1 of the request) with one ScopeSpans per scope, its spans already encoded. */
+function resourceSpans(w: Writer, resource: ResourceLike, scopes: readonly (readonly [ScopeLike, Uint8Array])[]): void {
+  const rs = w.begin(1);
+  const res = w.begin(1);
+  attributes(w, 1, resource.attributes);
+  w.end(res);
+  for (const [scope, spans] of scopes) {
+    const ss = w.begin(2);
+    const sc = w.begin(1);
+    w.string(1, scope.name);
+    if (scope.version) w.string(2, scope.version);
+    w.end(sc);
+    w.raw(spans);
+    if (scope.schemaUrl) w.string(3, scope.schemaUrl);
+    w.end(ss);
+  }
+  if (resource.schemaUrl) w.string(3, resource.schemaUrl);
+  w.end(rs);
+}
+
+/** `ExportTraceServiceRequest` for spans of any resources and scopes: one ResourceSpans per resource, one ScopeSpans per scope. */
 export function encodeExportRequest(spans: readonly ReadableSpan[]): Buffer {
   const byResource = new Map<ReadableSpan['resource'], Map<string, ReadableSpan[]>>();
   for (const s of spans) {
@@ -124,25 +185,21 @@ export function encodeExportRequest(spans: readonly ReadableSpan[]): Buffer {
   }
   const w = new Writer();
   for (const [resource, scopes] of byResource) {
-    const rs = w.begin(1);
-    const res = w.begin(1);
-    attributes(w, 1, resource.attributes);
-    w.end(res);
-    for (const list of scopes.values()) {
-      const ss = w.begin(2);
-      const scope = list[0]!.instrumentationScope;
-      const sc = w.begin(1);
-      w.string(1, scope.name);
-      if (scope.version) w.string(2, scope.version);
-      w.end(sc);
-      for (const s of list) span(w, 2, s);
-      if (scope.schemaUrl) w.string(3, scope.schemaUrl);
-      w.end(ss);
-    }
-    if (resource.schemaUrl) w.string(3, resource.schemaUrl);
-    w.end(rs);
+    const encoded = [...scopes.values()].map((list) => {
+      const sw = new Writer();
+      for (const s of list) span(sw, 2, s);
+      return [list[0]!.instrumentationScope, sw.view()] as const;
+    });
+    resourceSpans(w, resource, encoded);
   }
   return w.result();
+}
+
+/** Where batches of encoded spans go: `export` settles once the batch was delivered or given up on. */
+export interface SpanSink {
+  /** One `ExportTraceServiceRequest` of `spans` spans. */
+  export(request: Buffer, spans: number): Promise<void>;
+  shutdown(): Promise<void>;
 }
 
 const RETRYABLE_GRPC = new Set<number>([Status.CANCELLED, Status.DEADLINE_EXCEEDED, Status.RESOURCE_EXHAUSTED, 10 /* ABORTED */, 11 /* OUT_OF_RANGE */, Status.UNAVAILABLE, 15 /* DATA_LOSS */]);
@@ -152,7 +209,7 @@ const MAX_ATTEMPTS = 5;
 /** One attempt's outcome: done, or retry (after `afterMs` if the server said when). */
 type Attempt = { ok: true } | { ok: false; retry: boolean; afterMs?: number; error: string };
 
-export class OtlpExporter implements SpanExporter {
+export class OtlpExporter implements SpanSink {
   private readonly channel: UnaryChannel | undefined;
   private readonly agent: Agent | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -177,15 +234,13 @@ export class OtlpExporter implements SpanExporter {
     }
   }
 
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-    if (this.stopped) return done({ code: ExportResultCode.FAILED, error: new Error('exporter shut down') });
-    const body = encodeExportRequest(spans);
-    const p = this.deliver(body).then(
-      () => done({ code: ExportResultCode.SUCCESS }),
-      (error: Error) => done({ code: ExportResultCode.FAILED, error }),
-    );
-    this.inFlight.add(p);
-    void p.finally(() => this.inFlight.delete(p));
+  export(request: Buffer): Promise<void> {
+    if (this.stopped) return Promise.reject(new Error('exporter shut down'));
+    const p = this.deliver(request);
+    const tracked = p.catch(() => undefined);
+    this.inFlight.add(tracked);
+    void tracked.finally(() => this.inFlight.delete(tracked));
+    return p;
   }
 
   private async deliver(body: Buffer): Promise<void> {
@@ -232,13 +287,9 @@ export class OtlpExporter implements SpanExporter {
     }
   }
 
-  async forceFlush(): Promise<void> {
-    await Promise.all([...this.inFlight]);
-  }
-
   async shutdown(): Promise<void> {
     this.stopped = true;
-    await this.forceFlush();
+    await Promise.all([...this.inFlight]);
     this.channel?.close();
     await this.agent?.close();
   }

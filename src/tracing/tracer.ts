@@ -1,8 +1,8 @@
 /**
  * The tracing side: one tracer per distinct exporter (protocol, URL, authorization, sampling): the
- * proxy's own spans (./span.ts) with the SDK's `ParentBased(TraceIdRatioBased)` sampling and its
- * `BatchSpanProcessor`, so export is batched and off the request path, through our OTLP exporter
- * (./otlp.ts). This module is loaded only when some GVC traces (the SDK costs start-up time a proxy
+ * proxy's own spans (./span.ts) with the SDK's `ParentBased(TraceIdRatioBased)` sampling, encoded
+ * into batches as they end (./batch.ts), so export is batched and off the request path, through our
+ * OTLP exporter (./otlp.ts). This module is loaded only when some GVC traces (the SDK costs start-up time a proxy
  * without tracing should not pay).
  *
  * Failure modes: an exporter that is down or slow never fails or delays a request. Spans beyond the
@@ -14,25 +14,18 @@
  */
 import { createRequire } from 'node:module';
 import { createContextKey, TraceFlags, type Attributes, type Context, type Link, type SpanKind, type Tracer } from '@opentelemetry/api';
-import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/core';
+import { TraceState } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  SamplingDecision,
-  TraceIdRatioBasedSampler,
-  type ReadableSpan,
-  type Sampler,
-  type SamplingResult,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import type { Counter, Registry } from 'prom-client';
+import { AlwaysOnSampler, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace-base';
+import type { Registry } from 'prom-client';
 import { sharedCounter } from '../admin/registered.js';
 import type { Logger } from 'pino';
 import type { ExporterSpec } from './config.js';
+import { BatchProcessor, type TracingMetrics } from './batch.js';
+import { OtlpExporter, type SpanSink } from './otlp.js';
 import { LeanTracer } from './span.js';
+
+export type { TracingMetrics } from './batch.js';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -87,12 +80,6 @@ export function samplerFor(ratio: number): Sampler {
   return new ParentBasedSampler({ root: new RootSampler(byRatio), remoteParentNotSampled: new RemoteUnsampledSampler(byRatio) });
 }
 
-export interface TracingMetrics {
-  readonly exported: Counter;
-  readonly dropped: Counter<'reason'>;
-  readonly exportErrors: Counter;
-}
-
 export function tracingMetrics(registry: Registry): TracingMetrics {
   return {
     exported: sharedCounter(registry, 'svcproxy_tracing_spans_exported_total', 'Spans the collector accepted'),
@@ -101,101 +88,7 @@ export function tracingMetrics(registry: Registry): TracingMetrics {
   };
 }
 
-/** The OTLP exporter for a spec (./otlp.ts: gRPC or HTTP/protobuf). */
-async function loadExporter(spec: ExporterSpec, timeoutMillis: number): Promise<SpanExporter> {
-  const { OtlpExporter } = await import('./otlp.js');
-  return new OtlpExporter(spec, timeoutMillis);
-}
-
-export type ExporterFactory = (spec: ExporterSpec) => SpanExporter | Promise<SpanExporter>;
-
-/**
- * Wraps the real exporter: created lazily, every batch's outcome counted, failures logged at most
- * every 30 s. `queue.pending` mirrors the batch processor's queue length (spans handed over minus
- * spans taken for export), which is how drops at the queue bound are seen and counted.
- */
-class CountingExporter implements SpanExporter {
-  private inner: SpanExporter | undefined;
-  private loading: Promise<SpanExporter> | undefined;
-  private lastLog = 0;
-  private failedSinceLog = 0;
-
-  constructor(
-    private readonly spec: ExporterSpec,
-    private readonly factory: ExporterFactory,
-    private readonly queue: { pending: number },
-    private readonly metrics: TracingMetrics,
-    private readonly log: Logger,
-  ) {}
-
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-    this.queue.pending -= spans.length;
-    const finish = (result: ExportResult): void => {
-      if (result.code === ExportResultCode.SUCCESS) this.metrics.exported.inc(spans.length);
-      else this.failed(spans.length, result.error);
-      done(result);
-    };
-    if (this.inner) return this.inner.export(spans, finish);
-    this.loading ??= Promise.resolve(this.factory(this.spec));
-    this.loading.then(
-      (exporter) => {
-        this.inner = exporter;
-        exporter.export(spans, finish);
-      },
-      (error: Error) => finish({ code: ExportResultCode.FAILED, error }),
-    );
-  }
-
-  private failed(count: number, error: Error | undefined): void {
-    this.metrics.exportErrors.inc();
-    this.metrics.dropped.labels('export_failed').inc(count);
-    this.failedSinceLog += count;
-    const now = Date.now();
-    if (now - this.lastLog < 30_000) return;
-    this.lastLog = now;
-    this.log.warn({ exporter: this.spec.url, dropped: this.failedSinceLog, err: error?.message }, 'span export failed; spans dropped');
-    this.failedSinceLog = 0;
-  }
-
-  async shutdown(): Promise<void> {
-    const exporter = this.inner ?? (this.loading ? await this.loading.catch(() => undefined) : undefined);
-    await exporter?.shutdown();
-  }
-
-  async forceFlush(): Promise<void> {
-    await this.inner?.forceFlush?.();
-  }
-}
-
-/** In front of the batch processor: counts (and drops) what its full queue would drop silently. */
-class BoundedProcessor implements SpanProcessor {
-  constructor(
-    private readonly inner: SpanProcessor,
-    private readonly queue: { pending: number },
-    private readonly maxQueueSize: number,
-    private readonly metrics: TracingMetrics,
-  ) {}
-
-  onStart(): void {}
-
-  onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
-    if (this.queue.pending >= this.maxQueueSize) {
-      this.metrics.dropped.labels('queue_full').inc();
-      return;
-    }
-    this.queue.pending++;
-    this.inner.onEnd(span);
-  }
-
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush();
-  }
-
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
-  }
-}
+export type ExporterFactory = (spec: ExporterSpec) => SpanSink | Promise<SpanSink>;
 
 export interface BatchOptions {
   /** How long spans wait for a batch (default 1000 ms). */
@@ -295,19 +188,18 @@ export class TracerPool {
   private create(spec: ExporterSpec): TracerEntry {
     const batch = this.opts.batch ?? {};
     const maxQueueSize = batch.maxQueueSize ?? 2048;
-    const exportTimeoutMillis = batch.exportTimeoutMillis ?? 10_000;
-    const queue = { pending: 0 };
-    const exporter = new CountingExporter(spec, this.opts.exporterFactory ?? ((s) => loadExporter(s, exportTimeoutMillis)), queue, this.opts.metrics, this.log);
-    const processor = new BatchSpanProcessor(exporter, {
+    const limits = {
       scheduledDelayMillis: batch.scheduledDelayMillis ?? 1000,
       maxQueueSize,
       maxExportBatchSize: Math.min(batch.maxExportBatchSize ?? 512, maxQueueSize),
-      exportTimeoutMillis,
-    });
-    const bounded = new BoundedProcessor(processor, queue, maxQueueSize, this.opts.metrics);
+      exportTimeoutMillis: batch.exportTimeoutMillis ?? 10_000,
+    };
+    const factory = this.opts.exporterFactory ?? ((s: ExporterSpec) => new OtlpExporter(s, limits.exportTimeoutMillis));
     const resource = defaultResource().merge(resourceFromAttributes({ ...this.opts.resource, 'service.version': VERSION }));
-    const tracer = new LeanTracer(resource, { name: 'svcproxy', version: VERSION }, samplerFor(spec.ratio), bounded);
+    const scope = { name: 'svcproxy', version: VERSION };
+    const processor = new BatchProcessor(resource, scope, () => factory(spec), limits, this.opts.metrics, this.log, spec.url);
+    const tracer = new LeanTracer(resource, scope, samplerFor(spec.ratio), processor);
     this.log.info({ exporter: spec.url, protocol: spec.protocol, sampling: spec.ratio * 100 }, 'tracing exporter ready');
-    return new TracerEntry(spec, tracer, bounded);
+    return new TracerEntry(spec, tracer, processor);
   }
 }

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { SpanSink } from '../../src/tracing/otlp.js';
 
 export interface TapLike {
   teardown(fn: () => unknown): void;
@@ -108,6 +109,26 @@ function flatten(request: DecodedRequest): ReceivedSpan[] {
     }
   }
   return out;
+}
+
+/** The spans of one `ExportTraceServiceRequest`, decoded with the upstream proto definitions. */
+export function decodeExport(body: Buffer): ReceivedSpan[] {
+  return flatten(exportMethod().requestDeserialize(body) as DecodedRequest);
+}
+
+/** An exporter for tracer and telemetry tests without sockets: every request decoded as a receiver would. */
+export function memorySink(): SpanSink & { spans: ReceivedSpan[]; exports: number; shutdowns: number } {
+  const sink = {
+    spans: [] as ReceivedSpan[],
+    exports: 0,
+    shutdowns: 0,
+    export: async (request: Buffer): Promise<void> => {
+      sink.exports++;
+      sink.spans.push(...decodeExport(request));
+    },
+    shutdown: async (): Promise<void> => void sink.shutdowns++,
+  };
+  return sink;
 }
 
 export interface Receiver {

@@ -14,14 +14,22 @@ import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { Registry } from 'prom-client';
 import { encodeExportRequest } from '../../src/tracing/otlp.js';
+import { BatchProcessor } from '../../src/tracing/batch.js';
+import { LeanTracer } from '../../src/tracing/span.js';
+import { samplerFor, tracingMetrics } from '../../src/tracing/tracer.js';
+import { silentLogger } from '../../src/log.js';
 
 const OTLP_DIR = fileURLToPath(new URL('./otlp/', import.meta.url));
 const definition = protoLoader.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto', {
   keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [OTLP_DIR],
 });
 const method = (definition['opentelemetry.proto.collector.trace.v1.TraceService'] as protoLoader.ServiceDefinition).Export!;
-const decode = (b: Uint8Array) => method.requestDeserialize(Buffer.from(b));
+interface Decoded {
+  resource_spans: { scope_spans: { spans: unknown[] }[] }[];
+}
+const decode = (b: Uint8Array) => method.requestDeserialize(Buffer.from(b)) as Decoded;
 
 function spansFrom(resource: Record<string, string>, make: (tracer: ReturnType<BasicTracerProvider['getTracer']>) => void): ReadableSpan[] {
   const memory = new InMemorySpanExporter();
@@ -58,7 +66,7 @@ t.test('the same message as the OpenTelemetry serializer', async (t) => {
   const ours = decode(encodeExportRequest(spans));
   const theirs = decode(ProtobufTraceSerializer.serializeRequest(spans)!);
   t.same(ours, theirs);
-  t.equal((ours as { resource_spans: unknown[] }).resource_spans.length, 2, 'one ResourceSpans per resource');
+  t.equal(ours.resource_spans.length, 2, 'one ResourceSpans per resource');
 });
 
 t.test('a large batch grows the buffer and still decodes', async (t) => {
@@ -68,4 +76,35 @@ t.test('a large batch grows the buffer and still decodes', async (t) => {
   const ours = decode(encodeExportRequest(spans));
   const theirs = decode(ProtobufTraceSerializer.serializeRequest(spans)!);
   t.same(ours, theirs);
+});
+
+t.test('batches encoded as spans end: the same message as the serializer for the same spans', async (t) => {
+  const resource = resourceFromAttributes({ 'service.name': 'lean', 'service.version': '1.2.3' });
+  const scope = { name: 'svcproxy', version: '1.2.3' };
+  const requests: Buffer[] = [];
+  const sink = { export: async (request: Buffer) => void requests.push(Buffer.from(request)), shutdown: async () => undefined };
+  const registry = new Registry();
+  const batches = new BatchProcessor(resource, scope, () => sink, { scheduledDelayMillis: 60_000, maxQueueSize: 100, maxExportBatchSize: 3, exportTimeoutMillis: 1000 }, tracingMetrics(registry), silentLogger(), 'test');
+  const memory = new InMemorySpanExporter();
+  const simple = new SimpleSpanProcessor(memory);
+  const tee = { onStart: () => undefined, onEnd: (s: ReadableSpan) => (simple.onEnd(s), batches.onEnd(s)), forceFlush: async () => undefined, shutdown: async () => undefined };
+  const tracer = new LeanTracer(resource, scope, samplerFor(1), tee);
+  const remote = trace.setSpanContext(ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState: new TraceState('v=1') });
+  for (let i = 0; i < 4; i++) {
+    const server = tracer.startSpan('GET', { kind: SpanKind.SERVER, startTime: 1764130000123.456 + i }, remote);
+    server.setAttribute('url.path', `/p/${i}`);
+    server.setAttribute('server.port', 8080);
+    const client = tracer.startSpan('GET', { kind: SpanKind.CLIENT, startTime: 1764130000124 + i }, trace.setSpan(ROOT_CONTEXT, server));
+    client.setAttribute('http.response.status_code', 503);
+    client.setStatus({ code: SpanStatusCode.ERROR });
+    client.end(1764130000125.5 + i);
+    server.end(1764130000126 + i);
+  }
+  await batches.forceFlush();
+  const spans = memory.getFinishedSpans();
+  t.equal(spans.length, 8);
+  t.same(requests.map((r) => decode(r).resource_spans[0]!.scope_spans[0]!.spans.length), [3, 3, 2], 'batches of at most 3');
+  for (let i = 0; i < requests.length; i++) {
+    t.same(decode(requests[i]!), decode(ProtobufTraceSerializer.serializeRequest(spans.slice(i * 3, i * 3 + 3))!), `batch ${i + 1}`);
+  }
 });

@@ -6,7 +6,6 @@
  */
 import t from 'tap';
 import { performance } from 'node:perf_hooks';
-import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Registry } from 'prom-client';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
 import type { WorkloadModel } from '../../src/config/model.js';
@@ -16,6 +15,7 @@ import { splitHost } from '../../src/tracing/telemetry.js';
 import { silentLogger } from '../../src/log.js';
 import { records } from '../helpers/harness.js';
 import { accessLog, cluster } from '../accesslog/fixtures.js';
+import { memorySink } from './fixtures.js';
 
 const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
@@ -53,7 +53,7 @@ t.test('nothing configured: hooks leave exchanges alone', async (t) => {
 
 t.test('traced and untraced workloads side by side', async (t) => {
   const snapshot = buildSnapshot(recs(true), defaultSettings);
-  const memory = new InMemorySpanExporter();
+  const memory = memorySink();
   const telemetry = await createTelemetry(snapshot, { role: 'ingress', logger: silentLogger(), registry: new Registry(), exporterFactory: () => memory, batch: { scheduledDelayMillis: 10 } });
   t.teardown(() => telemetry.close());
 
@@ -78,17 +78,18 @@ t.test('traced and untraced workloads side by side', async (t) => {
   (api as { status: number }).status = 200;
   telemetry.requestEnd(api);
   await telemetry.flush();
-  const spans = memory.getFinishedSpans();
+  const spans = memory.spans;
   t.same(spans.map((s) => s.name).sort(), ['GET', 'GET', 'ratelimit']);
-  const server = spans.find((s) => s.kind === 1)!;
-  t.equal(server.parentSpanContext?.spanId, '00f067aa0ba902b7');
-  t.equal(spans.find((s) => s.name === 'ratelimit')!.status.code, 2, 'a child ended with error');
+  const server = spans.find((s) => s.kind === 'SPAN_KIND_SERVER')!;
+  t.equal(server.parentSpanId, '00f067aa0ba902b7');
+  t.equal(server.traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
+  t.equal(spans.find((s) => s.name === 'ratelimit')!.status, 'STATUS_CODE_ERROR', 'a child ended with error');
 });
 
 t.test("a standalone sidecar follows its own workload's tracing only", async (t) => {
   const snapshot = buildSnapshot(recs(true), defaultSettings);
   let exporters = 0;
-  const memory = new InMemorySpanExporter();
+  const memory = memorySink();
   const exporterFactory = () => (exporters++, memory);
   const untraced = await createTelemetry(snapshot, { role: 'sidecar', sidecar: { workload: 'shop/web', replica: 'web-0' }, onlyWorkload: 'shop/web', logger: silentLogger(), registry: new Registry(), exporterFactory });
   t.teardown(() => untraced.close());
@@ -105,13 +106,13 @@ t.test("a standalone sidecar follows its own workload's tracing only", async (t)
   (api as { status: number }).status = 200;
   traced.requestEnd(api);
   await traced.flush();
-  t.same(memory.getFinishedSpans().map((s) => s.name), ['GET'], 'its server span (no upstream attempt was made)');
+  t.same(memory.spans.map((s) => s.name), ['GET'], 'its server span (no upstream attempt was made)');
   t.equal(exporters, 1, "one exporter: the traced workload's sidecar's");
 });
 
 t.test('many requests: two spans each when traced, no state and no span when not', async (t) => {
   const snapshot = buildSnapshot(recs(true), defaultSettings);
-  const memory = new InMemorySpanExporter();
+  const memory = memorySink();
   const telemetry = await createTelemetry(snapshot, { role: 'ingress', logger: silentLogger(), registry: new Registry(), exporterFactory: () => memory, batch: { scheduledDelayMillis: 10, maxQueueSize: 100_000 } });
   t.teardown(() => telemetry.close());
   const run = (workload: string, n: number): { ms: number; states: number } => {
@@ -131,12 +132,13 @@ t.test('many requests: two spans each when traced, no state and no span when not
   };
   const traced = run('shop/api', 3000);
   await telemetry.flush();
-  t.equal(memory.getFinishedSpans().length, 6000, 'a server span and an attempt span per traced request');
+  t.equal(memory.spans.length, 6000, 'a server span and an attempt span per traced request');
+  t.equal(memory.spans.filter((s) => s.kind === 'SPAN_KIND_SERVER').length, 3000);
   t.equal(traced.states, 3000);
-  memory.reset();
+  memory.spans.length = 0;
   const untraced = run('shop/web', 3000);
   await telemetry.flush();
-  t.equal(memory.getFinishedSpans().length, 0, 'no span for the workload that does not trace');
+  t.equal(memory.spans.length, 0, 'no span for the workload that does not trace');
   t.equal(untraced.states, 0, 'and no per-request state');
   // For the record only (timings are the bench's business, never a test's).
   t.comment(`traced: ${((traced.ms * 1000) / 3000).toFixed(2)} µs per request, untraced: ${((untraced.ms * 1000) / 3000).toFixed(3)} µs (fake exchange included)`);
