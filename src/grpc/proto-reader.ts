@@ -1,7 +1,8 @@
 /**
- * A protobuf reader over one message's bytes, for the requests the rate-limit service decodes on its
- * hot path: varints (up to 2^53), length-delimited fields as views, and skipping of every field it
- * does not know (wire types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated field,
+ * A protobuf reader over one message's bytes, for the RLS messages decoded on hot paths (the
+ * service's requests, the proxy's answers): varints (up to 2^53; int64 and int32 exactly, negatives
+ * included), length-delimited fields as views, and skipping of every field it does not know (wire
+ * types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated field,
  * a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
  */
 export class ProtoError extends Error {
@@ -39,6 +40,28 @@ export class ProtoReader {
     throw new ProtoError('varint longer than 10 bytes');
   }
 
+  /** An int64 as proto-loader gives it with `longs: String`: its decimal text. */
+  int64(): string {
+    const start = this.pos;
+    const v = this.varint();
+    return v <= Number.MAX_SAFE_INTEGER ? String(v) : BigInt.asIntN(64, this.exact(start)).toString();
+  }
+
+  /** An int32 (a negative one is sign-extended to ten bytes on the wire). */
+  int32(): number {
+    const start = this.pos;
+    const v = this.varint();
+    return v < 0x80000000 ? v : Number(BigInt.asIntN(32, this.exact(start)));
+  }
+
+  /** The varint at `start` (already read once, so well formed) as an exact BigInt. */
+  private exact(start: number): bigint {
+    let value = 0n;
+    let shift = 0n;
+    for (let at = start; at < this.pos; at++, shift += 7n) value |= BigInt(this.buf[at]! & 0x7f) << shift;
+    return value;
+  }
+
   /** The next field's key: `field << 3 | wire type` (compare it with `key(field, wire)`). */
   key(): number {
     return this.varint();
@@ -57,6 +80,12 @@ export class ProtoReader {
   string(): string {
     const { start, end } = this.delimited();
     return Buffer.from(this.buf.buffer, this.buf.byteOffset + start, end - start).toString('utf8');
+  }
+
+  /** A bytes field, as a view of the message's buffer. */
+  bytes(): Buffer {
+    const { start, end } = this.delimited();
+    return Buffer.from(this.buf.buffer, this.buf.byteOffset + start, end - start);
   }
 
   /** A reader for the embedded message that comes next. */

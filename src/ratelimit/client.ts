@@ -8,9 +8,9 @@
  * gRPC status, or a malformed answer; the filter decides between fail-open and fail-closed.
  */
 import type { Clock } from '../deps.js';
-import { encodeRateLimitRequest } from './wire.js';
+import { decodeRateLimitResponse, encodeRateLimitRequest } from './wire.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
-import { SHOULD_RATE_LIMIT_PATH, serviceDefinition, type RateLimitRequest, type RateLimitResponse } from './proto.js';
+import { SHOULD_RATE_LIMIT_PATH, type RateLimitRequest, type RateLimitResponse } from './proto.js';
 
 export interface RateLimitTarget {
   readonly host: string;
@@ -34,37 +34,18 @@ export function targetKey(target: RateLimitTarget): string {
   return `ratelimit:${target.tls ? 'https' : 'http'}://${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
 }
 
-interface Codec {
-  serialize(value: RateLimitRequest): Buffer;
-  deserialize(bytes: Buffer): RateLimitResponse;
-}
-
-let codec: Codec | undefined;
-
-function rlsCodec(): Codec {
-  if (!codec) {
-    const method = serviceDefinition().ShouldRateLimit!;
-    codec = {
-      serialize: encodeRateLimitRequest,
-      deserialize: method.responseDeserialize as (bytes: Buffer) => RateLimitResponse,
-    };
-  }
-  return codec;
-}
-
 export function grpcRateLimitClient(target: RateLimitTarget, clock: Clock): RateLimitClient {
-  const { serialize, deserialize } = rlsCodec();
   const channel = new UnaryChannel({ host: target.host, port: target.port, tls: target.tls, maxResponseBytes: 1024 * 1024, clock });
   return {
     async shouldRateLimit(request, timeoutMs) {
-      const result = await channel.call(SHOULD_RATE_LIMIT_PATH, serialize(request), timeoutMs);
+      const result = await channel.call(SHOULD_RATE_LIMIT_PATH, encodeRateLimitRequest(request), timeoutMs);
       if (!result.ok) {
         if (result.timeout) throw new RateLimitCallError('timeout', `rate limit service: no answer within ${timeoutMs} ms`, Status.DEADLINE_EXCEEDED);
         const reason = result.code === Status.DEADLINE_EXCEEDED ? 'timeout' : result.code === Status.UNAVAILABLE ? 'unavailable' : 'status';
         throw new RateLimitCallError(reason, `rate limit service: ${result.message}`, result.code);
       }
       try {
-        return deserialize(result.message);
+        return decodeRateLimitResponse(result.message);
       } catch (err) {
         throw new RateLimitCallError('malformed', `rate limit service: undecodable answer: ${(err as Error).message}`);
       }

@@ -1,8 +1,9 @@
 /**
  * The RLS wire (envoy.service.ratelimit.v3) written out for the hot paths, without proto-loader's
- * intermediate message objects. The proxy's client writes `RateLimitRequest`s; the rate-limit
- * service decodes them into the object proto-loader would give (keepCase, enums as names, defaults
- * filled in, unknown fields skipped) and writes its `RateLimitResponse`s. Written fields are in
+ * intermediate message objects. The proxy's client writes `RateLimitRequest`s and decodes the
+ * `RateLimitResponse`s; the rate-limit service decodes the requests and writes the responses. Decoding
+ * gives the object proto-loader would give (keepCase, enums as names, longs as strings, defaults
+ * filled in, unknown fields skipped). Written fields are in
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
@@ -21,6 +22,8 @@ const DELIMITED_2 = key(2, 2);
 const VARINT_1 = key(1, 0);
 const VARINT_2 = key(2, 0);
 const VARINT_3 = key(3, 0);
+const DELIMITED_3 = key(3, 2);
+const DELIMITED_4 = key(4, 2);
 
 /** RateLimitDescriptor { entries 1 { key 1, value 2 }, limit 2 { requests_per_unit 1, unit 2 } } */
 function descriptor(r: ProtoReader): RateLimitDescriptor {
@@ -43,11 +46,8 @@ function descriptor(r: ProtoReader): RateLimitDescriptor {
       while (!l.done) {
         const t = l.key();
         if (t === VARINT_1) limit.requests_per_unit = l.varint() >>> 0;
-        else if (t === VARINT_2) {
-          const n = l.varint();
-          // An enum number this proto does not name stays a number, as proto-loader leaves it.
-          limit.unit = UNIT_NAMES[n] ?? (n as unknown as Unit);
-        } else l.skip(t);
+        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.varint());
+        else l.skip(t);
       }
       d.limit = limit;
     } else r.skip(k);
@@ -123,4 +123,73 @@ export function encodeRateLimitResponse(response: RateLimitResponse): Buffer {
   for (const h of response.response_headers_to_add ?? []) headerValue(w, 3, h);
   for (const h of response.request_headers_to_add ?? []) headerValue(w, 4, h);
   return w.view();
+}
+
+/** An enum number by name; a number the proto does not name stays a number, as proto-loader leaves it. */
+function enumName<T extends string>(names: readonly T[], n: number): T {
+  return names[n] ?? (n as unknown as T);
+}
+
+const CODE_NAMES: readonly Code[] = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
+const NO_BYTES = Buffer.alloc(0);
+
+/** HeaderValue { key 1, value 2, raw_value 3 } */
+function decodeHeaderValue(r: ProtoReader): HeaderValue {
+  const h: HeaderValue = { key: '', value: '', raw_value: NO_BYTES };
+  while (!r.done) {
+    const k = r.key();
+    if (k === DELIMITED_1) h.key = r.string();
+    else if (k === DELIMITED_2) h.value = r.string();
+    else if (k === DELIMITED_3) h.raw_value = r.bytes();
+    else r.skip(k);
+  }
+  return h;
+}
+
+/** DescriptorStatus { code 1, current_limit 2 { requests_per_unit 1, unit 2, name 3 }, limit_remaining 3, duration_until_reset 4 { seconds 1, nanos 2 } } */
+function decodeDescriptorStatus(r: ProtoReader): DescriptorStatus {
+  const s: DescriptorStatus = { code: 'UNKNOWN', current_limit: null, limit_remaining: 0, duration_until_reset: null };
+  while (!r.done) {
+    const k = r.key();
+    if (k === VARINT_1) s.code = enumName(CODE_NAMES, r.varint());
+    else if (k === DELIMITED_2) {
+      const l = r.message();
+      const limit = { name: '', requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
+      while (!l.done) {
+        const t = l.key();
+        if (t === VARINT_1) limit.requests_per_unit = l.varint() >>> 0;
+        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.varint());
+        else if (t === DELIMITED_3) limit.name = l.string();
+        else l.skip(t);
+      }
+      s.current_limit = limit;
+    } else if (k === VARINT_3) s.limit_remaining = r.varint() >>> 0;
+    else if (k === DELIMITED_4) {
+      const d = r.message();
+      const duration = { seconds: '0', nanos: 0 };
+      while (!d.done) {
+        const t = d.key();
+        if (t === VARINT_1) duration.seconds = d.int64();
+        else if (t === VARINT_2) duration.nanos = d.int32();
+        else d.skip(t);
+      }
+      s.duration_until_reset = duration;
+    } else r.skip(k);
+  }
+  return s;
+}
+
+/** RateLimitResponse { overall_code 1, statuses 2, response_headers_to_add 3, request_headers_to_add 4 }: the service's answer. */
+export function decodeRateLimitResponse(bytes: Uint8Array): RateLimitResponse {
+  const r = new ProtoReader(bytes);
+  const response: Required<RateLimitResponse> = { overall_code: 'UNKNOWN', statuses: [], response_headers_to_add: [], request_headers_to_add: [] };
+  while (!r.done) {
+    const k = r.key();
+    if (k === VARINT_1) response.overall_code = enumName(CODE_NAMES, r.varint());
+    else if (k === DELIMITED_2) response.statuses.push(decodeDescriptorStatus(r.message()));
+    else if (k === DELIMITED_3) response.response_headers_to_add.push(decodeHeaderValue(r.message()));
+    else if (k === DELIMITED_4) response.request_headers_to_add.push(decodeHeaderValue(r.message()));
+    else r.skip(k);
+  }
+  return response;
 }

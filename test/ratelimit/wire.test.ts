@@ -3,13 +3,14 @@
  * to the same objects (defaults, enum names, an enum number the proto does not name, unknown fields
  * of every wire type skipped, several descriptors, non-ASCII), malformed bytes are refused, and
  * responses encode to the same bytes (with and without a limit name, zero remaining, seconds as a
- * number or a string, headers to add with text or raw values).
+ * number or a string, headers to add with text or raw values), and responses decode as the proxy
+ * needs them (large and negative durations, raw header values, fields of newer services skipped).
  */
 import t from 'tap';
 import { ProtoError } from '../../src/grpc/proto-reader.js';
 import { ProtoWriter } from '../../src/grpc/proto-writer.js';
 import { serviceDefinition, type RateLimitRequest, type RateLimitResponse } from '../../src/ratelimit/proto.js';
-import { decodeRateLimitRequest, encodeRateLimitResponse } from '../../src/ratelimit/wire.js';
+import { decodeRateLimitRequest, decodeRateLimitResponse, encodeRateLimitResponse } from '../../src/ratelimit/wire.js';
 
 const method = serviceDefinition().ShouldRateLimit!;
 
@@ -78,4 +79,38 @@ t.test('responses encode to the bytes proto-loader writes', async (t) => {
     ['headers to add', { overall_code: 'OK', response_headers_to_add: [{ key: 'x-ratelimit-limit', value: '10' }], request_headers_to_add: [{ key: 'x-raw', raw_value: Buffer.from([1, 2, 255]) }] }],
   ];
   for (const [name, response] of responses) t.same(encodeRateLimitResponse(response), method.responseSerialize(response), name);
+});
+
+t.test('responses decode to what proto-loader gives (the proxy reading the service)', async (t) => {
+  const responses: [string, Record<string, unknown>][] = [
+    ['defaults', {}],
+    ['OK, one status', { overall_code: 'OK', statuses: [{ code: 'OK', current_limit: { requests_per_unit: 10, unit: 'MINUTE' }, limit_remaining: 9, duration_until_reset: { seconds: 40, nanos: 5 } }] }],
+    ['over, a named limit, several statuses', { overall_code: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT', current_limit: { requests_per_unit: 4_000_000_000, unit: 'YEAR', name: 'pér-ip' }, limit_remaining: 0 }, { code: 'OK' }, {}] }],
+    ['durations: large, negative', { overall_code: 'OK', statuses: [{ duration_until_reset: { seconds: '9007199254740993', nanos: 999_999_999 } }, { duration_until_reset: { seconds: '-3', nanos: -7 } }] }],
+    ['headers to add, text and raw', { overall_code: 'OK', response_headers_to_add: [{ key: 'x-ratelimit-limit', value: '10' }, { key: 'x-empty' }], request_headers_to_add: [{ key: 'x-raw', raw_value: Buffer.from([1, 2, 255]) }] }],
+  ];
+  for (const [name, response] of responses) {
+    const bytes = method.responseSerialize(response);
+    t.same(decodeRateLimitResponse(bytes), method.responseDeserialize(bytes), name);
+  }
+  // What a newer service may add (raw_body 5, dynamic_metadata 6, quota 7, unknown enum numbers): skipped or kept as numbers.
+  const w = new ProtoWriter(256);
+  w.uint(1, 7);
+  const status = w.begin(2);
+  w.uint(1, 1);
+  const limit = w.begin(2);
+  w.uint(2, 12);
+  w.fixed32(9, 1);
+  w.end(limit);
+  w.double(6, 0.5);
+  w.end(status);
+  w.bytes(5, Buffer.from('body'));
+  const meta = w.begin(6);
+  w.string(1, 'x');
+  w.end(meta);
+  w.uint(15, 3);
+  const odd = Buffer.from(w.view());
+  t.same(decodeRateLimitResponse(odd), method.responseDeserialize(odd), 'unknown fields skipped, unnamed enum numbers kept');
+  const good = method.responseSerialize({ overall_code: 'OK', response_headers_to_add: [{ key: 'k', value: 'v' }] });
+  t.throws(() => decodeRateLimitResponse(good.subarray(0, good.length - 1)), ProtoError, 'a header cut short is refused');
 });
