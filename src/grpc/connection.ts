@@ -168,6 +168,8 @@ export abstract class H2Connection<S extends StreamBase> {
   protected abstract settingsApplied(): void;
   protected onPeerMaxStreams(_value: number): void {}
   protected onPingAck(): void {}
+  /** A stream's body (and trailer block) went out in full through `sendBody`. */
+  protected onBodySent(_stream: S): void {}
 
   // ---- writing -----------------------------------------------------------------------------------
 
@@ -227,6 +229,7 @@ export abstract class H2Connection<S extends StreamBase> {
       this.writeHeaderBlock(stream.id, stream.trailerBlock, true);
       stream.trailerBlock = undefined;
     }
+    this.onBodySent(stream);
     return true;
   }
 

@@ -1,8 +1,9 @@
 /**
- * A lean unary gRPC server on `node:http2`, for the rate-limit service: each method takes the
- * request message's bytes and answers the response's bytes, or fails with a gRPC status. It replaces
- * the @grpc/grpc-js server on this path because grpc-js spends several times more per call than the
- * check itself (call objects, metadata, a deadline timer and stream wrappers per call).
+ * A lean unary gRPC server, for the rate-limit service: each method takes the request message's bytes
+ * and answers the response's bytes, or fails with a gRPC status. It speaks HTTP/2 itself, on the
+ * framing the proxy's client uses (./connection.ts), because `node:http2` costs more per call than
+ * the check it carries (a Duplex stream, header objects both ways, `respond` and trailers per call);
+ * here a call is a small record and its answer one buffer of frames.
  *
  * The wire as the gRPC spec (PROTOCOL-HTTP2.md) has it, and as grpc-js answers:
  * - POST only (else HTTP 405), `content-type: application/grpc[+proto|;…]` (else HTTP 415);
@@ -11,13 +12,37 @@
  *   a compressed one (flag 1) is INTERNAL, as we offer no `grpc-accept-encoding`;
  * - OK answers carry the message in DATA and `grpc-status: 0` in trailers; failures are trailers-only
  *   with `grpc-status` and a percent-encoded `grpc-message`;
- * - a call the client cancelled (RST_STREAM) or whose connection went is not answered.
- * The client's `grpc-timeout` is not enforced here: methods bound their own work (the rate-limit
- * store's round trip is), and the client gives up at its deadline anyway.
+ * - the client's `grpc-timeout`: a call not answered by then is answered DEADLINE_EXCEEDED;
+ * - a call the client cancelled (RST_STREAM) or whose connection went is not answered; an answer
+ *   sent before the request's end is followed by RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows.
+ * HTTP/2 as a server: the client's preface, then SETTINGS; at most 1000 concurrent streams (more are
+ * refused with REFUSED_STREAM, which clients retry); stream ids odd and increasing; header lists up to
+ * 64 KiB decoded (a larger one ends the connection); GOAWAY from the client: the connection ends once
+ * its calls are answered. Cleartext (h2c with prior knowledge) or TLS with ALPN h2.
  */
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import tls from 'node:tls';
 import { grpcMessage } from '../proxy/errors.js';
+import {
+  DATA,
+  END_HEADERS,
+  END_STREAM,
+  GOAWAY,
+  H2Connection,
+  H2Error,
+  HEADERS,
+  MAX_HEADER_BLOCK,
+  PREFACE,
+  SETTINGS_INITIAL_WINDOW_SIZE,
+  SETTINGS_MAX_CONCURRENT_STREAMS,
+  SETTINGS_MAX_HEADER_LIST_SIZE,
+  STREAM_WINDOW,
+  StreamBase,
+  frame,
+  frameHeader,
+  openingFrames,
+} from './connection.js';
+import { encodeFields, HpackError } from './hpack.js';
 import { grpcFrame, MessageBody, Status } from './unary.js';
 
 /** A gRPC failure a method raises on purpose (its code is the answer's `grpc-status`). */
@@ -47,75 +72,312 @@ export interface UnaryServer {
   close(graceMs?: number): Promise<void>;
 }
 
-const OK_HEADERS = { ':status': 200, 'content-type': 'application/grpc' };
-const OK_TRAILERS = { 'grpc-status': '0' };
+const MAX_STREAMS = 1000;
+/** Decoded header list bound (SETTINGS_MAX_HEADER_LIST_SIZE; RFC 9113 counts 32 bytes a field). */
+const MAX_HEADER_LIST = MAX_HEADER_BLOCK;
 
-function failure(stream: http2.ServerHttp2Stream, code: number, message: string): void {
-  if (stream.destroyed || stream.headersSent) return;
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': grpcMessage(message) }, { endStream: true });
+const OPENING = openingFrames([
+  [SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS],
+  [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
+  [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
+]);
+
+const OK_HEADERS = encodeFields([[':status', '200'], ['content-type', 'application/grpc']]);
+const OK_TRAILERS = encodeFields([['grpc-status', '0']]);
+const METHOD_NOT_ALLOWED = encodeFields([[':status', '405'], ['allow', 'POST']]);
+const UNSUPPORTED_TYPE = encodeFields([[':status', '415'], ['content-type', 'text/plain']]);
+const GRPC_TYPE = /^application\/grpc(?:$|[+;])/;
+
+function failureBlock(code: number, message: string): Buffer {
+  return encodeFields([[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', String(code)], ['grpc-message', grpcMessage(message)]]);
 }
 
-function answer(stream: http2.ServerHttp2Stream, message: Buffer): void {
-  if (stream.destroyed || stream.headersSent) return;
-  stream.respond(OK_HEADERS, { waitForTrailers: true });
-  stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-  stream.end(grpcFrame(message));
+/** `grpc-timeout` (up to 8 digits and a unit) in milliseconds, or undefined when absent or unreadable. */
+export function parseGrpcTimeout(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(value);
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  switch (m[2]) {
+    case 'H':
+      return n * 3_600_000;
+    case 'M':
+      return n * 60_000;
+    case 'S':
+      return n * 1000;
+    case 'm':
+      return n;
+    case 'u':
+      return n / 1000;
+    default:
+      return n / 1_000_000;
+  }
 }
 
-function serve(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, opts: UnaryServerOptions): void {
-  stream.on('error', () => undefined);
-  if (headers[':method'] !== 'POST') {
-    stream.respond({ ':status': 405, allow: 'POST' }, { endStream: true });
-    return;
+class Call extends StreamBase {
+  /** The client's side is over (END_STREAM seen). */
+  requestEnded = false;
+  /** Our answer has begun (nothing more may be answered). */
+  answered = false;
+  /** A body larger than the bound: answered already, further DATA ignored. */
+  refused = false;
+  timer: NodeJS.Timeout | undefined = undefined;
+
+  constructor(
+    id: number,
+    sendWindow: number,
+    readonly path: string,
+    readonly method: UnaryMethod | undefined,
+    readonly message: MessageBody,
+  ) {
+    super();
+    this.id = id;
+    this.sendWindow = sendWindow;
   }
-  const type = headers['content-type'] ?? '';
-  if (!/^application\/grpc(?:$|[+;])/.test(type)) {
-    stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
-    return;
+}
+
+/** Scratch for the fields of the header block being decoded. */
+interface Fields {
+  method: string | undefined;
+  path: string | undefined;
+  scheme: string | undefined;
+  contentType: string | undefined;
+  timeout: string | undefined;
+  size: number;
+}
+
+class ServerConnection extends H2Connection<Call> {
+  protected readonly peerName = 'client';
+  private preface = 0;
+  private lastStreamId = 0;
+  /** GOAWAY sent or received: no new calls; the connection ends once the open ones are answered. */
+  private draining = false;
+  private readonly fields: Fields = { method: undefined, path: undefined, scheme: undefined, contentType: undefined, timeout: undefined, size: 0 };
+
+  constructor(socket: Socket, private readonly opts: UnaryServerOptions, private readonly gone: (c: ServerConnection) => void) {
+    super(socket);
+    this.write(OPENING);
+    socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
   }
-  const path = headers[':path'] ?? '';
-  const method = opts.methods.get(path);
-  if (!method) {
-    failure(stream, Status.UNIMPLEMENTED, `unknown method ${path}`);
-    return;
-  }
-  const body = new MessageBody(opts.maxMessageBytes);
-  let refused = false;
-  stream.on('data', (chunk: Buffer) => {
-    if (refused) return;
-    if (!body.add(chunk)) {
-      refused = true;
-      failure(stream, Status.RESOURCE_EXHAUSTED, `request message larger than ${opts.maxMessageBytes} bytes`);
+
+  /** The client's preface (it may come in pieces), then frames. */
+  private onSocketData(chunk: Buffer): void {
+    if (this.preface < PREFACE.length) {
+      const n = Math.min(PREFACE.length - this.preface, chunk.length);
+      if (!chunk.subarray(0, n).equals(PREFACE.subarray(this.preface, this.preface + n))) {
+        return this.goAway(H2Error.PROTOCOL_ERROR, 'not an HTTP/2 client preface');
+      }
+      this.preface += n;
+      if (n === chunk.length) return;
+      chunk = chunk.subarray(n);
     }
-  });
-  stream.on('end', () => {
-    if (refused) return;
-    const message = body.message('request', 'request without a message');
-    if (typeof message === 'string') return failure(stream, Status.INTERNAL, message);
-    method(message).then(
-      (reply) => answer(stream, reply),
+    this.onData(chunk);
+  }
+
+  override destroy(reason: string): void {
+    if (this.destroyed) return;
+    super.destroy(reason);
+    for (const call of this.streams.values()) clearTimeout(call.timer);
+    this.streams.clear();
+    this.gone(this);
+  }
+
+  /** Stop taking calls; end once the open ones are answered. */
+  drain(): void {
+    if (this.draining || this.destroyed) return;
+    this.draining = true;
+    const payload = Buffer.alloc(8);
+    payload.writeUInt32BE(this.lastStreamId, 0);
+    this.write(frame(GOAWAY, 0, 0, payload));
+    this.endIfIdle();
+  }
+
+  private endIfIdle(): void {
+    if (!this.draining || this.streams.size > 0 || this.destroyed) return;
+    this.flush();
+    this.socket.end();
+    this.destroy('closed');
+  }
+
+  // ---- requests ----------------------------------------------------------------------------------
+
+  protected readonly onField = (name: string, value: string): void => {
+    const f = this.fields;
+    f.size += name.length + value.length + 32;
+    if (f.size > MAX_HEADER_LIST) throw new HpackError(`header list larger than ${MAX_HEADER_LIST} bytes`);
+    switch (name) {
+      case ':method':
+        f.method = value;
+        return;
+      case ':path':
+        f.path = value;
+        return;
+      case ':scheme':
+        f.scheme = value;
+        return;
+      case 'content-type':
+        f.contentType = value;
+        return;
+      case 'grpc-timeout':
+        f.timeout = value;
+        return;
+      default:
+        return;
+    }
+  };
+
+  protected onHeaderBlock(id: number, endStream: boolean): void {
+    const f = this.fields;
+    const { method, path, scheme, contentType, timeout } = f;
+    f.method = f.path = f.scheme = f.contentType = f.timeout = undefined;
+    f.size = 0;
+    const open = this.streams.get(id);
+    if (open) {
+      // Trailers from the client: they end its side.
+      if (open.requestEnded) return this.streamError(open, H2Error.STREAM_CLOSED);
+      if (!endStream) return this.streamError(open, H2Error.PROTOCOL_ERROR);
+      return this.requestEnd(open);
+    }
+    if (id % 2 === 0 || id <= this.lastStreamId) return this.goAway(H2Error.PROTOCOL_ERROR, `HEADERS on stream ${id}, not a new client stream`, this.lastStreamId);
+    this.lastStreamId = id;
+    if (this.draining) return; // above the id our GOAWAY named: ignored, the client may retry it elsewhere
+    if (this.streams.size >= MAX_STREAMS) return this.resetFrame(id, H2Error.REFUSED_STREAM);
+    if (method === undefined || path === undefined || scheme === undefined) return this.resetFrame(id, H2Error.PROTOCOL_ERROR);
+    const handler = this.opts.methods.get(path);
+    const call = new Call(id, this.peerInitialWindow, path, handler, new MessageBody(this.opts.maxMessageBytes));
+    this.streams.set(id, call);
+    if (method !== 'POST') return this.answerBlock(call, METHOD_NOT_ALLOWED);
+    if (!GRPC_TYPE.test(contentType ?? '')) return this.answerBlock(call, UNSUPPORTED_TYPE);
+    if (!handler) return this.fail(call, Status.UNIMPLEMENTED, `unknown method ${path}`);
+    const ms = parseGrpcTimeout(timeout);
+    if (ms !== undefined) {
+      call.timer = setTimeout(() => this.fail(call, Status.DEADLINE_EXCEEDED, 'Deadline exceeded'), Math.max(1, Math.ceil(ms)));
+      call.timer.unref();
+    }
+    if (endStream) this.requestEnd(call);
+  }
+
+  protected onStreamData(id: number, data: Buffer, frameLength: number, endStream: boolean): void {
+    const call = this.streams.get(id);
+    if (!call) {
+      // A stream we answered (and reset) or refused: its bytes count for the connection only.
+      if (id > this.lastStreamId) return this.goAway(H2Error.PROTOCOL_ERROR, `DATA on idle stream ${id}`, this.lastStreamId);
+      return;
+    }
+    if (call.requestEnded) return this.streamError(call, H2Error.STREAM_CLOSED);
+    if (!call.refused && !call.answered && data.length > 0 && !call.message.add(data)) {
+      call.refused = true;
+      this.fail(call, Status.RESOURCE_EXHAUSTED, `request message larger than ${this.opts.maxMessageBytes} bytes`);
+    }
+    if (endStream) return this.requestEnd(call);
+    this.ackData(call, frameLength);
+  }
+
+  private requestEnd(call: Call): void {
+    call.requestEnded = true;
+    if (call.answered) {
+      this.close(call);
+      return;
+    }
+    const message = call.message.message('request', 'request without a message');
+    if (typeof message === 'string') return this.fail(call, Status.INTERNAL, message);
+    call.method!(message).then(
+      (reply) => this.answer(call, reply),
       (err: Error) => {
-        if (err instanceof RpcError) return failure(stream, err.code, err.message);
-        opts.onError?.(path, err);
-        failure(stream, Status.INTERNAL, err.message);
+        if (err instanceof RpcError) return this.fail(call, err.code, err.message);
+        this.opts.onError?.(call.path, err);
+        this.fail(call, Status.INTERNAL, err.message);
       },
     );
-  });
+  }
+
+  protected onReset(id: number): void {
+    const call = this.streams.get(id);
+    if (!call) return;
+    call.answered = true; // cancelled: never answered
+    this.close(call);
+  }
+
+  protected onGoAway(): void {
+    this.drain();
+  }
+
+  protected settingsApplied(): void {}
+
+  protected streamError(call: Call, code: number): void {
+    this.resetFrame(call.id, code);
+    call.answered = true;
+    this.close(call);
+  }
+
+  // ---- answers -----------------------------------------------------------------------------------
+
+  /** The message, then `grpc-status: 0`: one buffer when the windows allow, else as they open. */
+  private answer(call: Call, reply: Buffer): void {
+    if (call.answered || this.destroyed) return;
+    call.answered = true;
+    clearTimeout(call.timer);
+    const body = grpcFrame(reply);
+    if (OK_HEADERS.length + OK_TRAILERS.length <= this.peerMaxFrame && this.fits(call, body.length)) {
+      const out = Buffer.allocUnsafe(27 + OK_HEADERS.length + body.length + OK_TRAILERS.length);
+      let at = 0;
+      frameHeader(out, at, OK_HEADERS.length, HEADERS, END_HEADERS, call.id);
+      at += 9 + OK_HEADERS.copy(out, at + 9);
+      frameHeader(out, at, body.length, DATA, 0, call.id);
+      at += 9 + body.copy(out, at + 9);
+      frameHeader(out, at, OK_TRAILERS.length, HEADERS, END_HEADERS | END_STREAM, call.id);
+      OK_TRAILERS.copy(out, at + 9);
+      this.consumed(call, body.length);
+      this.write(out);
+      return this.close(call);
+    }
+    this.writeHeaderBlock(call.id, OK_HEADERS, false);
+    call.body = body;
+    call.trailerBlock = OK_TRAILERS;
+    this.sendBody(call);
+  }
+
+  protected override onBodySent(call: Call): void {
+    this.close(call);
+  }
+
+  /** A trailers-only failure. */
+  private fail(call: Call, code: number, message: string): void {
+    this.answerBlock(call, failureBlock(code, message));
+  }
+
+  /** One header block that ends the stream (a failure or an HTTP error). */
+  private answerBlock(call: Call, block: Buffer): void {
+    if (call.answered || this.destroyed) return;
+    call.answered = true;
+    clearTimeout(call.timer);
+    this.writeHeaderBlock(call.id, block, true);
+    this.close(call);
+  }
+
+  /** Our side is done: forget the call; if the client is still sending, tell it to stop (NO_ERROR). */
+  private close(call: Call): void {
+    if (!this.streams.has(call.id)) return;
+    clearTimeout(call.timer);
+    this.streams.delete(call.id);
+    if (!call.requestEnded) this.resetFrame(call.id, H2Error.NO_ERROR);
+    this.endIfIdle();
+  }
 }
 
 /** Listen on host:port (0 picks one); cleartext h2c, or TLS (ALPN h2) with a certificate. */
 export async function startUnaryServer(opts: UnaryServerOptions): Promise<UnaryServer> {
-  const settings = { maxConcurrentStreams: 1000, initialWindowSize: 1 << 20 };
+  const connections = new Set<ServerConnection>();
+  const accept = (socket: Socket): void => {
+    connections.add(new ServerConnection(socket, opts, (c) => connections.delete(c)));
+  };
   const server = opts.tls
-    ? http2.createSecureServer({ cert: opts.tls.cert, key: opts.tls.key, settings, allowHTTP1: false })
-    : http2.createServer({ settings });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', () => undefined);
-  });
-  server.on('stream', (stream, headers) => serve(stream, headers, opts));
+    ? tls.createServer({ cert: opts.tls.cert, key: opts.tls.key, ALPNProtocols: ['h2'] }, (socket) => {
+        if (socket.alpnProtocol !== 'h2') return void socket.destroy();
+        accept(socket);
+      })
+    : net.createServer(accept);
+  if (opts.tls) server.on('tlsClientError', () => undefined);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -129,15 +391,15 @@ export async function startUnaryServer(opts: UnaryServerOptions): Promise<UnaryS
     close: (graceMs = 5000) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
-          for (const s of sessions) s.destroy();
+          for (const c of connections) c.destroy('server closed');
         }, graceMs);
         timer.unref();
         server.close(() => {
           clearTimeout(timer);
           resolve();
         });
-        // GOAWAY now; each session ends once its streams are done.
-        for (const s of sessions) s.close();
+        // GOAWAY now; each connection ends once its calls are answered.
+        for (const c of connections) c.drain();
       }),
   };
 }

@@ -1,16 +1,24 @@
 /**
  * The lean unary gRPC server (src/grpc/server.ts) against real clients on port 0: a @grpc/grpc-js
  * client (OK, a failure with a percent-encoded message, an unknown method, an oversized request),
- * our own unary client, and raw node:http2 requests for what a gRPC client never sends (GET, another
- * content type, a compressed message, two messages). Closing lets a call in flight finish.
+ * our own unary client (many calls, a request past the stream window, TLS), node:http2 requests for
+ * what a gRPC client never sends (GET, another content type, a compressed message, two messages) and
+ * for a client window smaller than the answer, and raw frames on a socket for the HTTP/2 a client
+ * gets wrong (no preface, frames before SETTINGS, stream ids, DATA on an idle stream, an oversized
+ * header list), cancellation, the stream limit and a client's GOAWAY. Closing lets a call in flight
+ * finish; grpc-timeout is enforced.
  */
 import t from 'tap';
 import http2 from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { systemClock } from '../../src/deps.js';
-import { RpcError, startUnaryServer, type UnaryMethod } from '../../src/grpc/server.js';
+import { encodeFields } from '../../src/grpc/hpack.js';
+import { parseGrpcTimeout, RpcError, startUnaryServer, type UnaryMethod } from '../../src/grpc/server.js';
 import { Status, UnaryChannel } from '../../src/grpc/unary.js';
 import type { TapLike } from '../helpers/harness.js';
+import { testCert } from '../fixtures/tls.js';
 
 const PATH = '/test.Echo/Call';
 
@@ -112,4 +120,209 @@ t.test('close: a call in flight is answered, then the server stops', async (t) =
   await closed;
   const after = await ch.call(PATH, Buffer.from('x'), 1000);
   t.equal(after.ok, false, 'nothing listens any more');
+});
+
+t.test('grpc-timeout: a call not answered in time is answered DEADLINE_EXCEEDED', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  const { port } = await serve(t, async (req) => {
+    await gate;
+    return req;
+  });
+  const grpcHeaders = { ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc', te: 'trailers' };
+  const started = Date.now();
+  const late = await raw(t, port, { ...grpcHeaders, 'grpc-timeout': '150m' }, frame(Buffer.from('x')));
+  t.equal(late.headers['grpc-status'], String(Status.DEADLINE_EXCEEDED));
+  t.ok(Date.now() - started >= 140, 'not before the deadline');
+  const cases: [string | undefined, number | undefined][] = [['1H', 3_600_000], ['2M', 120_000], ['3S', 3000], ['250m', 250], ['1500u', 1.5], ['2000000n', 2], ['123456789m', undefined], ['5x', undefined], ['-1m', undefined], [undefined, undefined]];
+  for (const [value, ms] of cases) t.equal(parseGrpcTimeout(value), ms, `grpc-timeout ${value}`);
+});
+
+t.test('flow control: an answer beyond the client window waits for WINDOW_UPDATE, a request beyond ours gets them', async (t) => {
+  const { port } = await serve(t, async (req) => (req.toString() === 'big' ? Buffer.alloc(200_000, 7) : Buffer.from(String(req.length))), 4 << 20);
+  const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 1000 } });
+  t.teardown(() => session.close());
+  const req = session.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc', te: 'trailers' });
+  const chunks: Buffer[] = [];
+  let trailers: http2.IncomingHttpHeaders = {};
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('trailers', (h) => (trailers = h));
+  req.end(frame(Buffer.from('big')));
+  await new Promise((r) => req.on('close', r));
+  const body = Buffer.concat(chunks);
+  t.equal(body.length, 200_005, 'the whole message, 1000 bytes a window at first');
+  t.equal(body.readUInt32BE(1), 200_000);
+  t.equal(trailers['grpc-status'], '0', 'trailers after the last DATA');
+  const ch = new UnaryChannel({ host: '127.0.0.1', port, tls: false, maxResponseBytes: 1024, clock: systemClock });
+  t.teardown(() => ch.close());
+  const big = await ch.call(PATH, Buffer.alloc(3 << 20, 1), 5000);
+  t.equal(big.ok && big.message.toString(), String(3 << 20), 'a 3 MiB request past the 1 MiB stream window');
+});
+
+t.test('TLS with ALPN h2', async (t) => {
+  const cert = testCert();
+  t.teardown(() => cert.cleanup());
+  const server = await startUnaryServer({ host: '127.0.0.1', port: 0, methods: new Map([[PATH, async (req: Buffer) => req]]), maxMessageBytes: 1024, tls: { cert: cert.cert, key: cert.key } });
+  t.teardown(() => server.close(100));
+  const ch = new UnaryChannel({ host: 'localhost', port: server.address.port, tls: true, ca: cert.cert, maxResponseBytes: 1024, clock: systemClock });
+  t.teardown(() => ch.close());
+  const r = await ch.call(PATH, Buffer.from('secure'), 5000);
+  t.equal(r.ok && r.message.toString(), 'secure');
+  const h1 = tls.connect({ host: '127.0.0.1', port: server.address.port, ca: cert.cert, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
+  h1.on('error', () => undefined);
+  await new Promise((r) => h1.on('close', r));
+  t.pass('a client that does not offer h2 is closed');
+});
+
+/** A raw HTTP/2 client: frames written as given, the server's frames collected. */
+async function rawClient(t: TapLike, port: number, preface = true) {
+  const socket = net.connect(port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  await new Promise((r) => socket.once('connect', r));
+  const frames: { type: number; flags: number; id: number; payload: Buffer }[] = [];
+  let inbox = Buffer.alloc(0);
+  let closed = false;
+  socket.on('data', (c: Buffer) => {
+    inbox = Buffer.concat([inbox, c]);
+    while (inbox.length >= 9 && inbox.length >= 9 + inbox.readUIntBE(0, 3)) {
+      const length = inbox.readUIntBE(0, 3);
+      frames.push({ type: inbox[3]!, flags: inbox[4]!, id: inbox.readUInt32BE(5) & 0x7fffffff, payload: inbox.subarray(9, 9 + length) });
+      inbox = inbox.subarray(9 + length);
+    }
+  });
+  socket.on('error', () => undefined);
+  socket.on('close', () => (closed = true));
+  const send = (type: number, flags: number, id: number, payload: Buffer = Buffer.alloc(0)): void => {
+    const head = Buffer.alloc(9);
+    head.writeUIntBE(payload.length, 0, 3);
+    head[3] = type;
+    head[4] = flags;
+    head.writeUInt32BE(id, 5);
+    socket.write(Buffer.concat([head, payload]));
+  };
+  if (preface) {
+    socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    send(0x4, 0, 0);
+  }
+  const until = async (what: string, ok: () => boolean, ms = 3000): Promise<void> => {
+    for (const end = Date.now() + ms; !ok(); await new Promise((r) => setTimeout(r, 5))) if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+  };
+  const goAwayCode = (): number | undefined => frames.find((f) => f.type === 0x7)?.payload.readUInt32BE(4);
+  return { socket, frames, send, until, closed: () => closed, goAwayCode };
+}
+
+const CALL_HEADERS = encodeFields([[':method', 'POST'], [':scheme', 'http'], [':path', PATH], [':authority', 'x'], ['content-type', 'application/grpc'], ['te', 'trailers']]);
+
+t.test('a cancelled call is not answered, and the connection carries on', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  const { port } = await serve(t, async (req) => {
+    if (req.toString() === 'wait') await gate;
+    return req;
+  });
+  const c = await rawClient(t, port);
+  c.send(0x1, 0x4, 1, CALL_HEADERS);
+  c.send(0x0, 0x1, 1, frame(Buffer.from('wait')));
+  c.send(0x3, 0, 1, Buffer.from([0, 0, 0, 8])); // RST_STREAM CANCEL
+  c.send(0x1, 0x4, 3, CALL_HEADERS);
+  c.send(0x0, 0x1, 3, frame(Buffer.from('next')));
+  await c.until('the second call\'s trailers', () => c.frames.some((f) => f.id === 3 && f.type === 0x1 && (f.flags & 0x1) !== 0));
+  release();
+  await new Promise((r) => setTimeout(r, 50));
+  t.notOk(c.frames.some((f) => f.id === 1), 'nothing for the cancelled call');
+  t.notOk(c.closed(), 'the connection stays');
+});
+
+t.test('more than 1000 calls at once: the rest refused with REFUSED_STREAM', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  const { port } = await serve(t, async (req) => {
+    await gate;
+    return req;
+  });
+  const c = await rawClient(t, port);
+  for (let i = 0; i < 1001; i++) c.send(0x1, 0x4, 1 + 2 * i, CALL_HEADERS);
+  await c.until('REFUSED_STREAM', () => c.frames.some((f) => f.type === 0x3));
+  const resets = c.frames.filter((f) => f.type === 0x3);
+  t.same(resets.map((f) => [f.id, f.payload.readUInt32BE(0)]), [[2001, 7]], 'only the 1001st, with REFUSED_STREAM');
+});
+
+t.test('HTTP/2 errors end the connection with GOAWAY', async (t) => {
+  const { port } = await serve(t, async (req) => req);
+  const bad = await rawClient(t, port, false);
+  bad.socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
+  await bad.until('close', bad.closed);
+  t.equal(bad.goAwayCode(), 1, 'not a preface: PROTOCOL_ERROR');
+
+  const early = await rawClient(t, port, false);
+  early.socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  early.send(0x6, 0, 0, Buffer.alloc(8)); // PING before SETTINGS
+  await early.until('close', early.closed);
+  t.equal(early.goAwayCode(), 1, 'a frame before SETTINGS: PROTOCOL_ERROR');
+
+  const even = await rawClient(t, port);
+  even.send(0x1, 0x4, 2, CALL_HEADERS);
+  await even.until('close', even.closed);
+  t.equal(even.goAwayCode(), 1, 'a client stream with an even id: PROTOCOL_ERROR');
+
+  const backwards = await rawClient(t, port);
+  backwards.send(0x1, 0x5, 5, CALL_HEADERS);
+  backwards.send(0x1, 0x5, 3, CALL_HEADERS);
+  await backwards.until('close', backwards.closed);
+  t.equal(backwards.goAwayCode(), 1, 'a stream id below the last: PROTOCOL_ERROR');
+
+  const idle = await rawClient(t, port);
+  idle.send(0x0, 0x1, 9, frame(Buffer.from('x')));
+  await idle.until('close', idle.closed);
+  t.equal(idle.goAwayCode(), 1, 'DATA on a stream never opened: PROTOCOL_ERROR');
+
+  const huge = await rawClient(t, port);
+  const many = encodeFields([...Array.from({ length: 20 }, (_, i) => [`x-big-${i}`, 'v'.repeat(4000)] as const)]);
+  for (let at = 0; at < many.length; at += 16_384) {
+    const first = at === 0;
+    const last = at + 16_384 >= many.length;
+    huge.send(first ? 0x1 : 0x9, last ? 0x4 : 0, 1, many.subarray(at, at + 16_384));
+  }
+  await huge.until('close', huge.closed);
+  t.equal(huge.goAwayCode(), 11, 'a header block above 64 KiB: ENHANCE_YOUR_CALM');
+
+  // A 4 KB field put in the dynamic table once, then named by index 20 times: a small block that
+  // decodes to more than 64 KiB.
+  const bomb = await rawClient(t, port);
+  const name = Buffer.from('x-bomb');
+  const block = Buffer.concat([
+    Buffer.from([0x40, name.length]), name, Buffer.from([0x7f, 0xa1, 0x1e]), Buffer.alloc(4000, 0x61),
+    Buffer.alloc(20, 0xbe),
+  ]);
+  bomb.send(0x1, 0x4, 1, block);
+  await bomb.until('close', bomb.closed);
+  t.equal(bomb.goAwayCode(), 9, `a ${block.length}-byte block decoding above 64 KiB: COMPRESSION_ERROR`);
+
+  const ch = new UnaryChannel({ host: '127.0.0.1', port, tls: false, maxResponseBytes: 1024, clock: systemClock });
+  t.teardown(() => ch.close());
+  const after = await ch.call(PATH, Buffer.from('still'), 2000);
+  t.equal(after.ok && after.message.toString(), 'still', 'other connections are not affected');
+});
+
+t.test('a client GOAWAY: its calls are answered, then the connection ends', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  const { port } = await serve(t, async (req) => {
+    await gate;
+    return req;
+  });
+  const c = await rawClient(t, port);
+  c.send(0x1, 0x4, 1, CALL_HEADERS);
+  c.send(0x0, 0x1, 1, frame(Buffer.from('last')));
+  c.send(0x7, 0, 0, Buffer.alloc(8));
+  await new Promise((r) => setTimeout(r, 50));
+  t.notOk(c.closed(), 'open while the call is in flight');
+  release();
+  await c.until('close', c.closed);
+  const data = c.frames.find((f) => f.id === 1 && f.type === 0x0);
+  t.equal(data?.payload.subarray(5).toString(), 'last', 'the call was answered first');
 });
