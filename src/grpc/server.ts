@@ -245,6 +245,7 @@ class ServerConnection extends H2Connection<Call> {
     if (method === undefined || path === undefined || scheme === undefined) return this.resetFrame(id, H2Error.PROTOCOL_ERROR);
     const handler = this.opts.methods.get(path);
     const call = new Call(id, this.peerInitialWindow, path, handler, new MessageBody(this.opts.maxMessageBytes));
+    call.requestEnded = endStream;
     this.streams.set(id, call);
     if (method !== 'POST') return this.answerBlock(call, METHOD_NOT_ALLOWED);
     if (!GRPC_TYPE.test(contentType ?? '')) return this.answerBlock(call, UNSUPPORTED_TYPE);
@@ -254,7 +255,7 @@ class ServerConnection extends H2Connection<Call> {
       call.timer = setTimeout(() => this.fail(call, Status.DEADLINE_EXCEEDED, 'Deadline exceeded'), Math.max(1, Math.ceil(ms)));
       call.timer.unref();
     }
-    if (endStream) this.requestEnd(call);
+    if (endStream) this.dispatch(call);
   }
 
   protected onStreamData(id: number, data: Buffer, frameLength: number, endStream: boolean): void {
@@ -275,10 +276,12 @@ class ServerConnection extends H2Connection<Call> {
 
   private requestEnd(call: Call): void {
     call.requestEnded = true;
-    if (call.answered) {
-      this.close(call);
-      return;
-    }
+    if (call.answered) return this.close(call);
+    this.dispatch(call);
+  }
+
+  /** The request is whole: run the method on its message. */
+  private dispatch(call: Call): void {
     const message = call.message.message('request', 'request without a message');
     if (typeof message === 'string') return this.fail(call, Status.INTERNAL, message);
     call.method!(message).then(
@@ -294,7 +297,9 @@ class ServerConnection extends H2Connection<Call> {
   protected onReset(id: number): void {
     const call = this.streams.get(id);
     if (!call) return;
-    call.answered = true; // cancelled: never answered
+    // Cancelled: never answered, and no RST_STREAM answers a RST_STREAM (RFC 9113 §5.4.2).
+    call.answered = true;
+    call.requestEnded = true;
     this.close(call);
   }
 
@@ -307,6 +312,7 @@ class ServerConnection extends H2Connection<Call> {
   protected streamError(call: Call, code: number): void {
     this.resetFrame(call.id, code);
     call.answered = true;
+    call.requestEnded = true; // the reset ends both sides
     this.close(call);
   }
 

@@ -226,12 +226,18 @@ t.test('a cancelled call is not answered, and the connection carries on', async 
   c.send(0x1, 0x4, 1, CALL_HEADERS);
   c.send(0x0, 0x1, 1, frame(Buffer.from('wait')));
   c.send(0x3, 0, 1, Buffer.from([0, 0, 0, 8])); // RST_STREAM CANCEL
-  c.send(0x1, 0x4, 3, CALL_HEADERS);
-  c.send(0x0, 0x1, 3, frame(Buffer.from('next')));
-  await c.until('the second call\'s trailers', () => c.frames.some((f) => f.id === 3 && f.type === 0x1 && (f.flags & 0x1) !== 0));
+  c.send(0x1, 0x4, 3, CALL_HEADERS); // cancelled while its body is still to come
+  c.send(0x3, 0, 3, Buffer.from([0, 0, 0, 8]));
+  c.send(0x1, 0x4, 5, CALL_HEADERS);
+  c.send(0x0, 0x1, 5, frame(Buffer.from('next')));
+  const unknown = encodeFields([[':method', 'POST'], [':scheme', 'http'], [':path', '/test.Echo/Nope'], ['content-type', 'application/grpc']]);
+  c.send(0x1, 0x5, 7, unknown); // HEADERS with END_STREAM: the client's side is over at once
+  await c.until('the third call\'s trailers', () => c.frames.some((f) => f.id === 5 && f.type === 0x1 && (f.flags & 0x1) !== 0));
+  await c.until('the unknown method\'s answer', () => c.frames.some((f) => f.id === 7));
   release();
   await new Promise((r) => setTimeout(r, 50));
-  t.notOk(c.frames.some((f) => f.id === 1), 'nothing for the cancelled call');
+  t.notOk(c.frames.some((f) => f.id === 1 || f.id === 3), 'nothing for the cancelled calls (no RST_STREAM answers a RST_STREAM)');
+  t.same(c.frames.filter((f) => f.id === 7).map((f) => [f.type, f.flags]), [[0x1, 0x5]], 'a trailers-only answer to a finished request, and no RST_STREAM after it');
   t.notOk(c.closed(), 'the connection stays');
 });
 
