@@ -29,6 +29,18 @@ async function serve(t: TapLike, method: UnaryMethod, maxMessageBytes = 1024) {
   return { server, port: server.address.port, errors };
 }
 
+/** A server whose calls (those `waits` picks) are answered only after `release()`, or at teardown. */
+async function gated(t: TapLike, waits: (req: Buffer) => boolean = () => true) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  const served = await serve(t, async (req) => {
+    if (waits(req)) await gate;
+    return req;
+  });
+  return { ...served, release };
+}
+
 function grpcClient(t: TapLike, port: number) {
   const raw = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
   const Client = grpc.makeGenericClientConstructor(
@@ -103,12 +115,7 @@ t.test('what a gRPC client never sends', async (t) => {
 });
 
 t.test('close: a call in flight is answered, then the server stops', async (t) => {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const { server, port } = await serve(t, async (req) => {
-    await gate;
-    return req;
-  });
+  const { server, port, release } = await gated(t);
   const ch = new UnaryChannel({ host: '127.0.0.1', port, tls: false, maxResponseBytes: 1024, clock: systemClock });
   t.teardown(() => ch.close());
   const pending = ch.call(PATH, Buffer.from('late'), 5000);
@@ -123,13 +130,7 @@ t.test('close: a call in flight is answered, then the server stops', async (t) =
 });
 
 t.test('grpc-timeout: a call not answered in time is answered DEADLINE_EXCEEDED', async (t) => {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  t.teardown(() => release());
-  const { port } = await serve(t, async (req) => {
-    await gate;
-    return req;
-  });
+  const { port, release } = await gated(t);
   const grpcHeaders = { ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc', te: 'trailers' };
   const started = Date.now();
   const late = await raw(t, port, { ...grpcHeaders, 'grpc-timeout': '150m' }, frame(Buffer.from('x')));
@@ -215,13 +216,7 @@ async function rawClient(t: TapLike, port: number, preface = true) {
 const CALL_HEADERS = encodeFields([[':method', 'POST'], [':scheme', 'http'], [':path', PATH], [':authority', 'x'], ['content-type', 'application/grpc'], ['te', 'trailers']]);
 
 t.test('a cancelled call is not answered, and the connection carries on', async (t) => {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  t.teardown(() => release());
-  const { port } = await serve(t, async (req) => {
-    if (req.toString() === 'wait') await gate;
-    return req;
-  });
+  const { port, release } = await gated(t, (req) => req.toString() === 'wait');
   const c = await rawClient(t, port);
   c.send(0x1, 0x4, 1, CALL_HEADERS);
   c.send(0x0, 0x1, 1, frame(Buffer.from('wait')));
@@ -242,13 +237,7 @@ t.test('a cancelled call is not answered, and the connection carries on', async 
 });
 
 t.test('more than 1000 calls at once: the rest refused with REFUSED_STREAM', async (t) => {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  t.teardown(() => release());
-  const { port } = await serve(t, async (req) => {
-    await gate;
-    return req;
-  });
+  const { port, release } = await gated(t);
   const c = await rawClient(t, port);
   for (let i = 0; i < 1001; i++) c.send(0x1, 0x4, 1 + 2 * i, CALL_HEADERS);
   await c.until('REFUSED_STREAM', () => c.frames.some((f) => f.type === 0x3));
@@ -314,13 +303,7 @@ t.test('HTTP/2 errors end the connection with GOAWAY', async (t) => {
 });
 
 t.test('a client GOAWAY: its calls are answered, then the connection ends', async (t) => {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  t.teardown(() => release());
-  const { port } = await serve(t, async (req) => {
-    await gate;
-    return req;
-  });
+  const { port, release } = await gated(t);
   const c = await rawClient(t, port);
   c.send(0x1, 0x4, 1, CALL_HEADERS);
   c.send(0x0, 0x1, 1, frame(Buffer.from('last')));
