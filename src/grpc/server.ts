@@ -16,9 +16,10 @@
  * - a call the client cancelled (RST_STREAM) or whose connection went is not answered; an answer
  *   sent before the request's end is followed by RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows.
  * HTTP/2 as a server: the client's preface, then SETTINGS; at most 1000 concurrent streams (more are
- * refused with REFUSED_STREAM, which clients retry); stream ids odd and increasing; header lists up to
- * 64 KiB decoded (a larger one ends the connection); GOAWAY from the client: the connection ends once
- * its calls are answered. Cleartext (h2c with prior knowledge) or TLS with ALPN h2.
+ * refused with REFUSED_STREAM, which clients retry); at most 16 MiB of requests held at once (a call
+ * going past it is RESOURCE_EXHAUSTED); stream ids odd and increasing; header lists up to 64 KiB
+ * decoded (a larger one ends the connection); GOAWAY from the client: the connection ends once its
+ * calls are answered. Cleartext (h2c with prior knowledge) or TLS with ALPN h2.
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls from 'node:tls';
@@ -73,6 +74,11 @@ export interface UnaryServer {
 }
 
 const MAX_STREAMS = 1000;
+/**
+ * Request bytes held at once on a connection, over all its calls (node:http2 bounds a session's
+ * memory the same way): a call that would go past it is answered RESOURCE_EXHAUSTED.
+ */
+export const MAX_HELD_BYTES = 16 << 20;
 /** Decoded header list bound (SETTINGS_MAX_HEADER_LIST_SIZE; RFC 9113 counts 32 bytes a field). */
 const MAX_HEADER_LIST = MAX_HEADER_BLOCK;
 
@@ -121,6 +127,8 @@ class Call extends StreamBase {
   answered = false;
   /** A body larger than the bound: answered already, further DATA ignored. */
   refused = false;
+  /** Request bytes this call holds (counted against the connection's bound). */
+  held = 0;
   timer: NodeJS.Timeout | undefined = undefined;
 
   constructor(
@@ -153,6 +161,8 @@ class ServerConnection extends H2Connection<Call> {
   /** GOAWAY sent or received: no new calls; the connection ends once the open ones are answered. */
   private draining = false;
   private readonly fields: Fields = { method: undefined, path: undefined, scheme: undefined, contentType: undefined, timeout: undefined, size: 0 };
+  /** Request bytes held by the open calls. */
+  private held = 0;
 
   constructor(socket: Socket, private readonly opts: UnaryServerOptions, private readonly gone: (c: ServerConnection) => void) {
     super(socket);
@@ -266,9 +276,17 @@ class ServerConnection extends H2Connection<Call> {
       return;
     }
     if (call.requestEnded) return this.streamError(call, H2Error.STREAM_CLOSED);
-    if (!call.refused && !call.answered && data.length > 0 && !call.message.add(data)) {
-      call.refused = true;
-      this.fail(call, Status.RESOURCE_EXHAUSTED, `request message larger than ${this.opts.maxMessageBytes} bytes`);
+    if (!call.refused && !call.answered && data.length > 0) {
+      if (this.held + data.length > MAX_HELD_BYTES) {
+        call.refused = true;
+        this.fail(call, Status.RESOURCE_EXHAUSTED, `more than ${MAX_HELD_BYTES} bytes of requests at once on this connection`);
+      } else if (!call.message.add(data)) {
+        call.refused = true;
+        this.fail(call, Status.RESOURCE_EXHAUSTED, `request message larger than ${this.opts.maxMessageBytes} bytes`);
+      } else {
+        call.held += data.length;
+        this.held += data.length;
+      }
     }
     if (endStream) return this.requestEnd(call);
     this.ackData(call, frameLength);
@@ -365,6 +383,7 @@ class ServerConnection extends H2Connection<Call> {
   private close(call: Call): void {
     if (!this.streams.has(call.id)) return;
     clearTimeout(call.timer);
+    this.held -= call.held;
     this.streams.delete(call.id);
     if (!call.requestEnded) this.resetFrame(call.id, H2Error.NO_ERROR);
     this.endIfIdle();

@@ -14,8 +14,8 @@ import net from 'node:net';
 import tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { systemClock } from '../../src/deps.js';
-import { encodeFields } from '../../src/grpc/hpack.js';
-import { parseGrpcTimeout, RpcError, startUnaryServer, type UnaryMethod } from '../../src/grpc/server.js';
+import { encodeFields, HpackDecoder } from '../../src/grpc/hpack.js';
+import { MAX_HELD_BYTES, parseGrpcTimeout, RpcError, startUnaryServer, type UnaryMethod } from '../../src/grpc/server.js';
 import { Status, UnaryChannel } from '../../src/grpc/unary.js';
 import type { TapLike } from '../helpers/harness.js';
 import { testCert } from '../fixtures/tls.js';
@@ -30,14 +30,14 @@ async function serve(t: TapLike, method: UnaryMethod, maxMessageBytes = 1024) {
 }
 
 /** A server whose calls (those `waits` picks) are answered only after `release()`, or at teardown. */
-async function gated(t: TapLike, waits: (req: Buffer) => boolean = () => true) {
+async function gated(t: TapLike, waits: (req: Buffer) => boolean = () => true, maxMessageBytes?: number) {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   t.teardown(() => release());
   const served = await serve(t, async (req) => {
     if (waits(req)) await gate;
     return req;
-  });
+  }, maxMessageBytes);
   return { ...served, release };
 }
 
@@ -314,4 +314,25 @@ t.test('a client GOAWAY: its calls are answered, then the connection ends', asyn
   await c.until('close', c.closed);
   const data = c.frames.find((f) => f.id === 1 && f.type === 0x0);
   t.equal(data?.payload.subarray(5).toString(), 'last', 'the call was answered first');
+});
+
+t.test('requests held at once on a connection are bounded', async (t) => {
+  const { port, release } = await gated(t, () => true, 8 << 20);
+  const c = await rawClient(t, port);
+  const chunk = Buffer.alloc(16_384, 1);
+  const sendBody = (id: number, bytes: number): void => {
+    for (let sent = 0; sent < bytes; sent += chunk.length) c.send(0x0, 0, id, chunk);
+  };
+  for (const id of [1, 3, 5]) {
+    c.send(0x1, 0x4, id, CALL_HEADERS);
+    sendBody(id, 6 << 20);
+  }
+  await c.until('the third call\'s answer', () => c.frames.some((f) => f.id === 5 && f.type === 0x1), 10_000);
+  const third = c.frames.find((f) => f.id === 5 && f.type === 0x1)!;
+  const fields = new Map<string, string>();
+  new HpackDecoder().decode(third.payload, (n, v) => fields.set(n, v));
+  t.equal(fields.get('grpc-status'), String(Status.RESOURCE_EXHAUSTED), `past ${MAX_HELD_BYTES} bytes held: RESOURCE_EXHAUSTED`);
+  t.notOk(c.frames.some((f) => (f.id === 1 || f.id === 3) && f.type === 0x1), 'the first two, within the bound, still wait for their ends');
+  t.notOk(c.closed(), 'the connection stays');
+  release();
 });
