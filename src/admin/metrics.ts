@@ -7,7 +7,7 @@
  * its own `worker` label.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { fastHistogram, type FastHistogram, type Observer } from './histogram.js';
+import { fastHistogram, type FastHistogram, type Observer } from './fast-metrics.js';
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 

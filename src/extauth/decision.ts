@@ -88,6 +88,8 @@ function readOption(option: HeaderValueOptionObject, strict: boolean): Mutation 
  * removed is removed). Appending joins with "," onto the current value (or adds the header).
  */
 export function okMutations(ok: NonNullable<CheckResponseObject['ok_response']>, existing: Readonly<Record<string, string>>): OkMutations | undefined {
+  // The usual answer: allowed, nothing to change.
+  if (!ok.headers?.length && !ok.headers_to_remove?.length && !ok.response_headers_to_add?.length && !ok.query_parameters_to_set?.length && !ok.query_parameters_to_remove?.length) return undefined;
   const changed = new Map<string, string>();
   const current = (name: string): string | undefined => changed.get(name) ?? existing[name];
   for (const option of ok.headers ?? []) {

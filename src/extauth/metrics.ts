@@ -4,17 +4,16 @@
  * `denied`, `error`, `failure_mode_allowed` (an error that let the request through counts as both
  * `error` and `failure_mode_allowed`, as Envoy's `ext_authz.error` / `ext_authz.failure_mode_allowed`
  * stats do), and `svcproxy_extauth_duration_seconds{workload}`, the time of the check itself.
- * Label children are bound once per filter, so a request does no label hashing.
+ * Label children are bound once per filter (admin/fast-metrics.ts), so a request does no label hashing.
  */
-import type { Counter, Registry } from 'prom-client';
-import { sharedCounter } from '../admin/registered.js';
-import { fastHistogram, type Observer } from '../admin/histogram.js';
+import type { Registry } from 'prom-client';
+import { fastCounter, fastHistogram, type Incrementer, type Observer } from '../admin/fast-metrics.js';
 
 export interface ExtAuthMetrics {
-  readonly ok: Counter.Internal;
-  readonly denied: Counter.Internal;
-  readonly error: Counter.Internal;
-  readonly failureModeAllowed: Counter.Internal;
+  readonly ok: Incrementer;
+  readonly denied: Incrementer;
+  readonly error: Incrementer;
+  readonly failureModeAllowed: Incrementer;
   readonly duration: Observer;
 }
 
@@ -22,7 +21,7 @@ const CHECKS = 'svcproxy_extauth_checks_total';
 const DURATION = 'svcproxy_extauth_duration_seconds';
 
 export function extAuthMetrics(registry: Registry, workload: string): ExtAuthMetrics {
-  const checks = sharedCounter(registry, CHECKS, 'External authorization checks by workload and result (ok, denied, error, failure_mode_allowed)', ['workload', 'result']);
+  const checks = fastCounter(registry, CHECKS, 'External authorization checks by workload and result (ok, denied, error, failure_mode_allowed)', ['workload', 'result']);
   const duration = fastHistogram(
     registry, DURATION, 'Time of one external authorization check (the call, after the body prefix was read)', ['workload'],
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],

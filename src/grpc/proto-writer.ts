@@ -121,17 +121,23 @@ export class ProtoWriter {
     this.pos += b.length;
   }
 
-  /** An int64 varint (two's complement for negatives: ten bytes). */
+  /**
+   * An int64 varint (two's complement for negatives: ten bytes), written from the value's two 32-bit
+   * halves (exact for the integers a double holds); ext_authz sends `size: -1` on most checks.
+   */
   int64(field: number, v: number): void {
     this.tag(field, 0);
     if (v >= 0) return this.varint(v);
     this.room(10);
-    let big = BigInt.asUintN(64, BigInt(v));
-    while (big > 0x7fn) {
-      this.buf[this.pos++] = Number(big & 0x7fn) | 0x80;
-      big >>= 7n;
+    let lo = (v % 4294967296) >>> 0;
+    let hi = Math.floor(v / 4294967296) >>> 0;
+    const buf = this.buf;
+    while (hi !== 0 || lo > 0x7f) {
+      buf[this.pos++] = (lo & 0x7f) | 0x80;
+      lo = ((lo >>> 7) | (hi << 25)) >>> 0;
+      hi >>>= 7;
     }
-    this.buf[this.pos++] = Number(big);
+    buf[this.pos++] = lo;
   }
 
   double(field: number, v: number): void {

@@ -37,6 +37,7 @@ t.test('CheckRequest: the same bytes as proto-loader', async (t) => {
     ['non-ASCII past 127 characters', base({ ...http, headers: { 'x-text': 'ü'.repeat(200), 'x-emoji': '😀'.repeat(40) } })],
     ['a certificate', { attributes: { ...base(http).attributes, source: { principal: 'CN=client', certificate: `-----BEGIN%20CERTIFICATE-----%0A${'A'.repeat(1200)}`, address: { socket_address: { address: '::1', port_value: 0 } } } } }],
     ['context extensions', { attributes: { ...base(http).attributes, context_extensions: { a: '1', b: 'two' } } }],
+    ...[-128, -4294967296, -4294967297, -9007199254740991].map((size): [string, CheckRequestObject] => [`size ${size}`, base({ ...http, size })]),
     ['empty', { attributes: { source: { principal: '', certificate: '' }, destination: { principal: '', certificate: '' }, request: { time: { seconds: 0, nanos: 0 }, http: { id: '', method: '', headers: {}, path: '', host: '', scheme: '', query: '', fragment: '', size: 0, protocol: '' } }, context_extensions: {} } }],
   ];
   for (const [name, request] of cases) {

@@ -12,7 +12,7 @@
  */
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { fastHistogram, type FastHistogram } from '../../admin/histogram.js';
+import { fastCounter, fastHistogram, type FastCounter, type FastHistogram } from '../../admin/fast-metrics.js';
 import { registered } from '../../admin/registered.js';
 import { RpcError, startUnaryServer } from '../../grpc/server.js';
 import { Status } from '../../grpc/unary.js';
@@ -24,7 +24,7 @@ import type { Limit, RuleSet } from './rules.js';
 import { descriptorKey, StoreError, type CounterCheck, type Store } from './store.js';
 
 export interface ServiceMetrics {
-  readonly checks: Counter<'domain' | 'code'>;
+  readonly checks: FastCounter<'domain' | 'code'>;
   readonly shadowOverLimit: Counter<'domain'>;
   readonly redisErrors: Counter;
   readonly duration: FastHistogram<'code'>;
@@ -34,12 +34,10 @@ export interface ServiceMetrics {
 export function serviceMetrics(registry: Registry): ServiceMetrics {
   const registers = [registry];
   return {
-    checks: registered(registry, 'svcproxy_ratelimit_service_checks_total', () => new Counter({
-      name: 'svcproxy_ratelimit_service_checks_total',
-      help: 'ShouldRateLimit calls by domain (a domain without rules counts as "unknown") and code (ok, over_limit, error)',
-      labelNames: ['domain', 'code'],
-      registers,
-    })),
+    checks: fastCounter(
+      registry, 'svcproxy_ratelimit_service_checks_total',
+      'ShouldRateLimit calls by domain (a domain without rules counts as "unknown") and code (ok, over_limit, error)', ['domain', 'code'],
+    ),
     shadowOverLimit: registered(registry, 'svcproxy_ratelimit_service_shadow_over_limit_total', () => new Counter({
       name: 'svcproxy_ratelimit_service_shadow_over_limit_total',
       help: 'Descriptors over a shadow_mode limit (answered OK), by domain',
