@@ -160,6 +160,8 @@ class ServerConnection extends H2Connection<Call> {
   private lastStreamId = 0;
   /** GOAWAY sent or received: no new calls; the connection ends once the open ones are answered. */
   private draining = false;
+  /** Our side of the socket is ended. */
+  private ending = false;
   private readonly fields: Fields = { method: undefined, path: undefined, scheme: undefined, contentType: undefined, timeout: undefined, size: 0 };
   /** Request bytes held by the open calls. */
   private held = 0;
@@ -202,11 +204,17 @@ class ServerConnection extends H2Connection<Call> {
     this.endIfIdle();
   }
 
+  /**
+   * Draining and no call left: end our side once the last answers are written; the connection is
+   * over when the client closes its side too (or after 5 s). Destroying the socket at once could drop
+   * answer bytes still queued in it.
+   */
   private endIfIdle(): void {
-    if (!this.draining || this.streams.size > 0 || this.destroyed) return;
+    if (!this.draining || this.streams.size > 0 || this.destroyed || this.ending) return;
+    this.ending = true;
     this.flush();
     this.socket.end();
-    this.destroy('closed');
+    setTimeout(() => this.destroy('closed'), 5000).unref();
   }
 
   // ---- requests ----------------------------------------------------------------------------------

@@ -336,3 +336,29 @@ t.test('requests held at once on a connection are bounded', async (t) => {
   t.notOk(c.closed(), 'the connection stays');
   release();
 });
+
+t.test('close while a large answer waits in the socket for a slow reader: all of it arrives before the end', async (t) => {
+  const server = await startUnaryServer({ host: '127.0.0.1', port: 0, methods: new Map([[PATH, async () => Buffer.alloc(6 << 20, 9)]]), maxMessageBytes: 1024 });
+  t.teardown(() => server.close(100));
+  const c = await rawClient(t, server.address.port, false);
+  c.socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  const settings = Buffer.alloc(6);
+  settings.writeUInt16BE(0x4, 0); // SETTINGS_INITIAL_WINDOW_SIZE
+  settings.writeUInt32BE(16 << 20, 2);
+  c.send(0x4, 0, 0, settings);
+  const more = Buffer.alloc(4);
+  more.writeUInt32BE(16 << 20, 0);
+  c.send(0x8, 0, 0, more); // the connection window too
+  c.send(0x1, 0x4, 1, CALL_HEADERS);
+  c.send(0x0, 0x1, 1, frame(Buffer.from('big')));
+  c.socket.pause(); // a client that reads slowly: the answer backs up in the server's socket
+  await new Promise((r) => setTimeout(r, 300));
+  const closed = server.close(5000);
+  await new Promise((r) => setTimeout(r, 100));
+  c.socket.resume();
+  await c.until('close', c.closed, 5000);
+  await closed;
+  const body = c.frames.filter((f) => f.id === 1 && f.type === 0x0).reduce((n, f) => n + f.payload.length, 0);
+  t.equal(body, (6 << 20) + 5, 'all 6 MiB and the message prefix');
+  t.ok(c.frames.some((f) => f.id === 1 && f.type === 0x1 && (f.flags & 0x1) !== 0), 'and the trailers');
+});
