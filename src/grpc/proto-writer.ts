@@ -190,11 +190,6 @@ export class ProtoWriter {
   view(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
-
-  /** A copy of the bytes written (the writer's buffer may be much larger). */
-  result(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.pos));
-  }
 }
 
 function nibble(c: number): number {

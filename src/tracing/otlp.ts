@@ -110,7 +110,7 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
   w.end(start);
 }
 
-/** The InstrumentationScope message of a scope (name 1, version 2). */
+/** What a batch writes of its scope (InstrumentationScope name 1, version 2) and resource. */
 interface ScopeLike {
   readonly name: string;
   readonly version?: string;
@@ -139,9 +139,24 @@ export class SpanBatch {
     this.count++;
   }
 
+  /** ExportTraceServiceRequest { resource_spans 1: { resource 1, scope_spans 2: { scope 1, spans 2…, schema_url 3 }, schema_url 3 } } */
   request(): Buffer {
+    const { resource, scope } = this;
     const w = new Writer(this.w.pos + 1024);
-    resourceSpans(w, this.resource, [[this.scope, this.w.view()]]);
+    const rs = w.begin(1);
+    const res = w.begin(1);
+    attributes(w, 1, resource.attributes);
+    w.end(res);
+    const ss = w.begin(2);
+    const sc = w.begin(1);
+    w.string(1, scope.name);
+    if (scope.version) w.string(2, scope.version);
+    w.end(sc);
+    w.raw(this.w.view());
+    if (scope.schemaUrl) w.string(3, scope.schemaUrl);
+    w.end(ss);
+    if (resource.schemaUrl) w.string(3, resource.schemaUrl);
+    w.end(rs);
     return w.view();
   }
 
@@ -149,50 +164,6 @@ export class SpanBatch {
     this.w.pos = 0;
     this.count = 0;
   }
-}
-
-/** A ResourceSpans (field 1 of the request) with one ScopeSpans per scope, its spans already encoded. */
-function resourceSpans(w: Writer, resource: ResourceLike, scopes: readonly (readonly [ScopeLike, Uint8Array])[]): void {
-  const rs = w.begin(1);
-  const res = w.begin(1);
-  attributes(w, 1, resource.attributes);
-  w.end(res);
-  for (const [scope, spans] of scopes) {
-    const ss = w.begin(2);
-    const sc = w.begin(1);
-    w.string(1, scope.name);
-    if (scope.version) w.string(2, scope.version);
-    w.end(sc);
-    w.raw(spans);
-    if (scope.schemaUrl) w.string(3, scope.schemaUrl);
-    w.end(ss);
-  }
-  if (resource.schemaUrl) w.string(3, resource.schemaUrl);
-  w.end(rs);
-}
-
-/** `ExportTraceServiceRequest` for spans of any resources and scopes: one ResourceSpans per resource, one ScopeSpans per scope. */
-export function encodeExportRequest(spans: readonly ReadableSpan[]): Buffer {
-  const byResource = new Map<ReadableSpan['resource'], Map<string, ReadableSpan[]>>();
-  for (const s of spans) {
-    let scopes = byResource.get(s.resource);
-    if (!scopes) byResource.set(s.resource, (scopes = new Map()));
-    const scope = s.instrumentationScope;
-    const key = `${scope.name}\n${scope.version ?? ''}\n${scope.schemaUrl ?? ''}`;
-    let list = scopes.get(key);
-    if (!list) scopes.set(key, (list = []));
-    list.push(s);
-  }
-  const w = new Writer();
-  for (const [resource, scopes] of byResource) {
-    const encoded = [...scopes.values()].map((list) => {
-      const sw = new Writer();
-      for (const s of list) span(sw, 2, s);
-      return [list[0]!.instrumentationScope, sw.view()] as const;
-    });
-    resourceSpans(w, resource, encoded);
-  }
-  return w.result();
 }
 
 /** Where batches of encoded spans go: `export` settles once the batch was delivered or given up on. */

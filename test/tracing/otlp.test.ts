@@ -1,9 +1,9 @@
 /**
  * The OTLP encoder (src/tracing/otlp.ts) against the OpenTelemetry project's own serializer
  * (@opentelemetry/otlp-transformer's ProtobufTraceSerializer): the same spans, made by the SDK with
- * every kind of attribute, events, links, statuses, remote and local parents, trace state and two
- * resources, encoded by both and decoded with the upstream opentelemetry-proto definitions, must be
- * the same message. Delivery (retries, authorization, both protocols) is covered end to end by
+ * every kind of attribute, events, links, statuses, remote and local parents, trace state, in two
+ * resources, encoded by both (ours: one SpanBatch per resource and scope, as the batch processor
+ * makes them) and decoded with the upstream opentelemetry-proto definitions, must be the same message. Delivery (retries, authorization, both protocols) is covered end to end by
  * test/integration/tracing.test.ts against real OTLP receivers.
  */
 import t from 'tap';
@@ -15,7 +15,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { Registry } from 'prom-client';
-import { encodeExportRequest } from '../../src/tracing/otlp.js';
+import { SpanBatch } from '../../src/tracing/otlp.js';
 import { BatchProcessor } from '../../src/tracing/batch.js';
 import { LeanTracer } from '../../src/tracing/span.js';
 import { samplerFor, tracingMetrics } from '../../src/tracing/tracer.js';
@@ -30,6 +30,12 @@ interface Decoded {
   resource_spans: { scope_spans: { spans: unknown[] }[] }[];
 }
 const decode = (b: Uint8Array) => method.requestDeserialize(Buffer.from(b)) as Decoded;
+
+/** The spans (of one resource and scope) as one batch's request. */
+function batchOf(spans: readonly ReadableSpan[], batch = new SpanBatch(spans[0]!.resource, spans[0]!.instrumentationScope)): Buffer {
+  for (const s of spans) batch.add(s);
+  return batch.request();
+}
 
 function spansFrom(resource: Record<string, string>, make: (tracer: ReturnType<BasicTracerProvider['getTracer']>) => void): ReadableSpan[] {
   const memory = new InMemorySpanExporter();
@@ -61,21 +67,24 @@ t.test('the same message as the OpenTelemetry serializer', async (t) => {
     const s = tracer.startSpan('POST', { kind: SpanKind.PRODUCER });
     s.end();
   });
-  const spans = [...a, ...b];
-  t.equal(spans.length, 4);
-  const ours = decode(encodeExportRequest(spans));
-  const theirs = decode(ProtobufTraceSerializer.serializeRequest(spans)!);
-  t.same(ours, theirs);
-  t.equal(ours.resource_spans.length, 2, 'one ResourceSpans per resource');
+  t.equal(a.length + b.length, 4);
+  for (const [name, spans] of [['resource a', a], ['resource b', b]] as const) {
+    const ours = decode(batchOf(spans));
+    t.same(ours, decode(ProtobufTraceSerializer.serializeRequest(spans)!), name);
+    t.equal(ours.resource_spans.length, 1, `${name}: one ResourceSpans`);
+  }
 });
 
-t.test('a large batch grows the buffer and still decodes', async (t) => {
+t.test('a large batch grows the buffer, and a cleared batch encodes anew', async (t) => {
   const spans = spansFrom({ 'service.name': 'big' }, (tracer) => {
     for (let i = 0; i < 500; i++) tracer.startSpan(`span-${i}`, { attributes: { payload: 'x'.repeat(200 + i) } }).end();
   });
-  const ours = decode(encodeExportRequest(spans));
   const theirs = decode(ProtobufTraceSerializer.serializeRequest(spans)!);
-  t.same(ours, theirs);
+  const batch = new SpanBatch(spans[0]!.resource, spans[0]!.instrumentationScope);
+  t.same(decode(batchOf(spans, batch)), theirs);
+  batch.clear();
+  t.equal(batch.count, 0);
+  t.same(decode(batchOf(spans.slice(0, 3), batch)), decode(ProtobufTraceSerializer.serializeRequest(spans.slice(0, 3))!), 'only the spans added since');
 });
 
 t.test('batches encoded as spans end: the same message as the serializer for the same spans', async (t) => {
