@@ -1,7 +1,7 @@
 /**
  * Metrics a component registers once per registry: components are built again on every reload (and
  * once per workload), so each looks its metric up by name and creates it only the first time
- * (histograms: histogram.ts, through `registered` too).
+ * (the request path's histograms and counters: fast-metrics.ts, through `registered` too).
  */
 import { Counter, type Registry } from 'prom-client';
 

@@ -1,9 +1,10 @@
 /**
- * The rate-limit service v3 wire format as the client and the service see it: our minimal
- * `proto/envoy/service/ratelimit/v3/rls.proto` (Envoy's package, names and field numbers), loaded once
- * with @grpc/proto-loader (keepCase, longs as strings, enums as strings, defaults, oneofs), and the
- * TypeScript shapes of its decoded messages. Loading fails only when the proto files are missing from
- * the installation, which is a packaging error and throws at first use.
+ * The rate-limit service v3 wire format: the TypeScript shapes of its decoded messages, which the
+ * client and the service encode and decode in wire.ts, and our minimal
+ * `proto/envoy/service/ratelimit/v3/rls.proto` (Envoy's package, names and field numbers) loaded with
+ * @grpc/proto-loader (keepCase, longs as strings, enums as strings, defaults, oneofs) at first use:
+ * the reference the tests hold wire.ts and the proto file to (against Envoy's own). Loading fails
+ * only when the proto files are missing from the installation, a packaging error.
  */
 import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@grpc/grpc-js';

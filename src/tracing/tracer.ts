@@ -13,7 +13,7 @@
  * requests in flight have ended, or after 30 s.
  */
 import { createRequire } from 'node:module';
-import { createContextKey, TraceFlags, type Attributes, type Context, type Link, type SpanKind, type Tracer } from '@opentelemetry/api';
+import { createContextKey, type Attributes, type Context, type Link, type SpanKind, type Tracer } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, type Sampler, type SamplingResult } from '@opentelemetry/sdk-trace-base';
