@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { canConnect, commandExists, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
 import { startHaproxy, startNginx } from './peers.js';
 import {
-  ALS_GVC, GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
+  ALS_GVC, APP_ROOT, GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
   type MainConfig,
 } from './svc.js';
 
@@ -155,7 +155,8 @@ export class Fleet {
       case 'authz':
       case 'otlp':
       case 'als': {
-        const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`]]);
+        // The auth server runs on the gRPC server of the svcproxy build under test (APP_ROOT).
+        const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`], ...(name === 'authz' ? [APP_ROOT] : [])]);
         await this.listening(proc, p[`${name}-stats`]);
         return { name, port: p[name], statsPort: p[`${name}-stats`], procs: [proc] };
       }

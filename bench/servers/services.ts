@@ -1,14 +1,15 @@
 /**
  * The outside services some svcproxy rows call, each in its own process:
  *
- *   node services.js authz PORT STATS_PORT  Envoy ext_authz v3 gRPC server with messages from Envoy's
- *        own external_auth.proto (shipped in @grpc/grpc-js-xds): answers OK, except PERMISSION_DENIED
- *        when the request carries `x-bench-deny` (so the bench can prove the filter is really in the
- *        path). It stands in for an auth server in Go or C++, which costs a few µs a check: it serves
- *        gRPC on `node:http2` directly, not on a grpc-js server (whose layers cost ~60 µs a call on
- *        these cores), and finds the header by walking the CheckRequest's wire format (attributes →
- *        request → http → headers) instead of decoding the whole message with protobuf.js (~15 µs),
- *        so the row measures the proxy rather than the stand-in.
+ *   node services.js authz PORT STATS_PORT APP_ROOT  Envoy ext_authz v3 gRPC server with messages
+ *        from Envoy's own external_auth.proto (shipped in @grpc/grpc-js-xds): answers OK, except
+ *        PERMISSION_DENIED when the request carries `x-bench-deny` (so the bench can prove the filter
+ *        is really in the path). It stands in for an auth server in Go or C++, which costs a few µs a
+ *        check: it serves gRPC on svcproxy's own unary HTTP/2 server (APP_ROOT/dist/grpc/server.js,
+ *        the one `svcproxy ratelimit` listens with: ~12 µs a call, against ~45 µs on `node:http2`
+ *        and ~60 µs on a grpc-js server), and finds the header by walking the CheckRequest's wire
+ *        format (attributes → request → http → headers) instead of decoding the whole message with
+ *        protobuf.js (~15 µs), so the row measures the proxy rather than the stand-in.
  *   node services.js otlp PORT STATS_PORT   an OTLP/gRPC trace sink: accepts
  *        `opentelemetry.proto.collector.trace.v1.TraceService/Export` and answers an empty
  *        ExportTraceServiceResponse without decoding the spans
@@ -21,15 +22,23 @@
  * exports, checks, or access-log messages; entries: access-log entries).
  */
 import http from 'node:http';
-import http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { rawMethod } from '../lib/grpc-echo.js';
 import { eachField } from '../lib/wire.js';
 
-const [kind, portArg, statsArg] = process.argv.slice(2);
+const [kind, portArg, statsArg, appRoot] = process.argv.slice(2);
+
+/** What the bench uses of svcproxy's `startUnaryServer` (dist/grpc/server.js of the build under test). */
+type StartUnaryServer = (opts: {
+  host: string;
+  port: number;
+  methods: ReadonlyMap<string, (request: Buffer) => Promise<Buffer>>;
+  maxMessageBytes: number;
+}) => Promise<unknown>;
 const stats = { calls: 0, bytes: 0, entries: 0, streams: 0 };
 
 function listenStats(): void {
@@ -67,7 +76,10 @@ function hasHeader(check: Buffer, name: Buffer): boolean {
   return found;
 }
 
-if (kind === 'authz') {
+if (kind === 'authz' && !appRoot) {
+  process.stderr.write('usage: services.js authz PORT STATS_PORT APP_ROOT\n');
+  process.exit(2);
+} else if (kind === 'authz') {
   const require = createRequire(import.meta.url);
   const deps = path.join(path.dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
   const definition = protoLoader.loadSync('envoy/service/auth/v3/external_auth.proto', {
@@ -80,28 +92,18 @@ if (kind === 'authz') {
   const check = loaded.envoy.service.auth.v3.Authorization.service['Check']!;
   const allow = check.responseSerialize({ status: { code: 0 }, ok_response: {} });
   const deny = check.responseSerialize({ status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'denied by bench' } });
-  const server = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
-  server.on('stream', (stream, headers) => {
-    stream.on('error', () => undefined);
-    if (headers[':path'] !== check.path) {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      stats.calls++;
-      const body = Buffer.concat(chunks);
-      const reply = hasHeader(body.subarray(5), DENY) ? deny : allow;
-      const out = Buffer.alloc(5 + reply.length);
-      out.writeUInt32BE(reply.length, 1);
-      reply.copy(out, 5);
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(out);
-    });
-  });
-  server.listen(Number(portArg), '127.0.0.1', listenStats);
+  const { startUnaryServer } = (await import(pathToFileURL(path.join(appRoot, 'dist', 'grpc', 'server.js')).href)) as { startUnaryServer: StartUnaryServer };
+  const methods = new Map([
+    [
+      check.path,
+      async (request: Buffer): Promise<Buffer> => {
+        stats.calls++;
+        return hasHeader(request, DENY) ? deny : allow;
+      },
+    ],
+  ]);
+  await startUnaryServer({ host: '127.0.0.1', port: Number(portArg), methods, maxMessageBytes: 4 << 20 });
+  listenStats();
 } else if (kind === 'otlp') {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   server.addService(
@@ -134,7 +136,7 @@ if (kind === 'authz') {
   );
   bind(server);
 } else {
-  process.stderr.write('usage: services.js authz|otlp|als PORT STATS_PORT\n');
+  process.stderr.write('usage: services.js authz PORT STATS_PORT APP_ROOT | otlp|als PORT STATS_PORT\n');
   process.exit(2);
 }
 
