@@ -4,6 +4,7 @@
  * `endpoints`. Usage errors exit 2, invalid configuration exits 1 with every error on stderr as
  * `kind/name: json.path: what is wrong`, and a role stopped by SIGINT/SIGTERM drains and exits 0.
  */
+import './v8-flags.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import YAML from 'yaml';
 import type { Logger } from 'pino';
