@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // The installed entry point: runs the compiled CLI (`npm ci` builds dist/ through the prepare script).
-import { main } from '../dist/cli.js';
+// V8's settings (dist/v8-flags.js) are applied before the program's modules are even loaded, so
+// nothing the program allocates is subject to the settings it turns off.
+await import('../dist/v8-flags.js');
+const { main } = await import('../dist/cli.js');
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -1,6 +1,8 @@
 /**
- * V8 settings for a proxy's allocation pattern, applied before any other module of the program runs
- * (cli.ts imports this first; `--workers` processes start through the same entry).
+ * V8 settings for a proxy's allocation pattern. bin/svcproxy.js applies them before it loads the
+ * program's modules (loading them is itself a few garbage collections' worth of allocation), and
+ * cli.ts imports this first for callers that load dist/cli.js themselves; `--workers` processes
+ * start through the same entry. test/cli/v8-flags.test.ts watches V8's pretenuring reports.
  *
  * Allocation-site pretenuring is off. A request's objects (parsed upstream headers, the check call's
  * promise and timer, the HTTP/2 stream) live for the request's few milliseconds: sites whose objects

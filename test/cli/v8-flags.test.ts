@@ -1,0 +1,61 @@
+/**
+ * svcproxy turns off V8's allocation-site pretenuring before its modules are loaded (bin/svcproxy.js
+ * applies dist/v8-flags.js first). Observed from outside with `--trace-pretenuring-statistics`,
+ * which makes V8 print the feedback it weighs for pretenuring at every garbage collection: the
+ * program prints none, while a child that allocates objects outliving several scavenges before
+ * loading the program shows the report appears when pretenuring is on (which decision V8 reaches
+ * depends on timing, so only the report is asserted). Loading the program's modules first and
+ * setting the flag afterwards (in cli.ts alone) also prints reports, from the collections during
+ * the load: the second control.
+ */
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import YAML from 'yaml';
+import { records } from '../helpers/harness.js';
+
+const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
+const CLI = pathToFileURL(fileURLToPath(new URL('../../dist/cli.js', import.meta.url))).href;
+const REPORT = /pretenuring: AllocationSite\(.*\): \(created, found, ratio\)/;
+
+/** Objects kept alive across scavenges from one site (an object literal with nested literals). */
+const ALLOCATE = `
+const keep = [];
+const make = (i) => ({ a: i, b: [i, i + 1], c: { d: i } });
+for (let i = 0; i < 3e6; i++) { keep.push(make(i)); if (keep.length > 1e6) keep.length = 0; }
+`;
+
+function traced(args: string[]): string {
+  const r = spawnSync(process.execPath, ['--trace-pretenuring-statistics', ...args], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, `child exited 0 (${r.stderr.trim().slice(0, 200)})`);
+  return r.stdout;
+}
+
+function configFile(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-v8-'));
+  const file = path.join(dir, 'config.yaml');
+  writeFileSync(file, records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } }).map((d) => YAML.stringify(d)).join('---\n'));
+  return file;
+}
+
+t.test('control: with pretenuring on, V8 reports the feedback of a site whose objects survive scavenges', async (t) => {
+  t.match(traced(['--input-type=module', '-e', `${ALLOCATE}\nawait import(${JSON.stringify(CLI)});`]), REPORT);
+});
+
+t.test('control: the flag set only once the modules are loaded leaves the load under pretenuring', async (t) => {
+  t.match(traced(['--input-type=module', '-e', `await import(${JSON.stringify(CLI)});`]), REPORT);
+});
+
+t.test('svcproxy runs with allocation-site pretenuring off from its first module on', async (t) => {
+  const out = traced([BIN, 'validate', '--config', configFile()]);
+  t.match(out, /^valid: /m);
+  t.notMatch(out, /pretenuring:/);
+});
+
+t.test('after dist/v8-flags.js, allocations that survive scavenges get no pretenuring', async (t) => {
+  const flags = pathToFileURL(fileURLToPath(new URL('../../dist/v8-flags.js', import.meta.url))).href;
+  t.notMatch(traced(['--input-type=module', '-e', `await import(${JSON.stringify(flags)});\n${ALLOCATE}`]), /pretenuring:/);
+});
