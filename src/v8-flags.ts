@@ -18,8 +18,8 @@
  * could settle on 1.3–1.6 (seen with `--trace-gc-verbose`): with a 15 MB heap and the socket-read
  * buffers' external memory, a full collection every 50 ms, concurrent marking a quarter of the CPU,
  * and the process stayed in that state for its life. 1 MiB request bodies through the sidecar: 1.1
- * against 1.7 ms of CPU a request (medians of twelve runs over six processes each); memory after start, with 1,000
- * idle connections and over a fixed-rate soak unchanged in the bench.
+ * against 1.7 ms of CPU a request (medians of twelve runs over six processes each); memory after
+ * start, with 1,000 idle connections and over a fixed-rate soak unchanged in the bench.
  */
 import v8 from 'node:v8';
 
