@@ -39,6 +39,7 @@ type StartUnaryServer = (opts: {
   methods: ReadonlyMap<string, (request: Buffer) => Promise<Buffer>>;
   maxMessageBytes: number;
 }) => Promise<unknown>;
+
 const stats = { calls: 0, bytes: 0, entries: 0, streams: 0 };
 
 function listenStats(): void {
