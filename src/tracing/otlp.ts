@@ -16,7 +16,7 @@
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
 import { Agent, request } from 'undici';
-import { systemClock } from '../deps.js';
+import { systemClock, type Clock } from '../deps.js';
 import { ProtoWriter as Writer } from '../grpc/proto-writer.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
 import type { ExporterSpec } from './config.js';
@@ -186,9 +186,11 @@ export class OtlpExporter implements SpanSink {
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
 
+  /** `clock` times the export's deadline, its retry waits and the gRPC call's own timeout. */
   constructor(
     private readonly spec: ExporterSpec,
     private readonly timeoutMillis: number,
+    private readonly clock: Clock = systemClock,
   ) {
     if (spec.protocol === 'grpc') {
       const url = new URL(spec.url);
@@ -197,7 +199,7 @@ export class OtlpExporter implements SpanSink {
         port: Number(url.port || 80),
         tls: false,
         maxResponseBytes: 64 * 1024,
-        clock: systemClock,
+        clock,
         ...(spec.authorization ? { metadata: [['authorization', spec.authorization]] as const } : {}),
       });
     } else {
@@ -215,17 +217,22 @@ export class OtlpExporter implements SpanSink {
   }
 
   private async deliver(body: Buffer): Promise<void> {
-    const deadline = Date.now() + this.timeoutMillis;
+    const clock = this.clock;
+    const deadline = clock.now() + this.timeoutMillis;
     let backoff = 1000;
     for (let attempt = 1; ; attempt++) {
-      const left = deadline - Date.now();
+      const left = deadline - clock.now();
       const r = await this.send(body, left);
       if (r.ok) return;
       if (!r.retry || attempt >= MAX_ATTEMPTS) throw new Error(r.error);
       const wait = r.afterMs ?? Math.min(5000, backoff) * (0.8 + Math.random() * 0.4);
       backoff *= 1.5;
-      if (Date.now() + wait >= deadline) throw new Error(`${r.error} (no time left to retry)`);
-      await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      if (clock.now() + wait >= deadline) throw new Error(`${r.error} (no time left to retry)`);
+      await new Promise<void>((resolve) => {
+        const timer = clock.setTimeout(resolve, wait);
+        // A wait between attempts never keeps the process alive by itself.
+        (timer as { unref?: () => void }).unref?.();
+      });
     }
   }
 
