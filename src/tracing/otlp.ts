@@ -228,11 +228,8 @@ export class OtlpExporter implements SpanSink {
       const wait = r.afterMs ?? Math.min(5000, backoff) * (0.8 + Math.random() * 0.4);
       backoff *= 1.5;
       if (clock.now() + wait >= deadline) throw new Error(`${r.error} (no time left to retry)`);
-      await new Promise<void>((resolve) => {
-        const timer = clock.setTimeout(resolve, wait);
-        // A wait between attempts never keeps the process alive by itself.
-        (timer as { unref?: () => void }).unref?.();
-      });
+      // A wait between attempts never keeps the process alive by itself.
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, wait).unref?.());
     }
   }
 

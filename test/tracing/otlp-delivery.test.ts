@@ -56,7 +56,7 @@ async function httpCollector(t: Test, answers: { status: number; headers?: Recor
 }
 
 function spec(protocol: 'http' | 'grpc', url: string): ExporterSpec {
-  return { key: `test-${protocol}`, protocol, url, ratio: 1 } as ExporterSpec;
+  return { key: `test-${protocol}`, protocol, url, ratio: 1 };
 }
 
 t.test('OTLP/HTTP: 503 and 502 are retried with a growing, jittered backoff; the body arrives', async (t) => {
