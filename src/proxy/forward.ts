@@ -1,6 +1,6 @@
 /**
  * Streams one request to an upstream and its answer back, with backpressure both ways and nothing
- * buffered whole. HTTP/1.1 upstreams go through an undici `Pool.dispatch` handler; HTTP/2 and gRPC
+ * buffered whole. HTTP/1.1 upstreams go through our own connection pool (src/http1/); HTTP/2 and gRPC
  * upstreams through a `node:http2` stream, so trailers (gRPC status) reach the client. An upstream that
  * fails before response headers gets the 503 of DESIGN §6 (504 once the timeout fired); after headers
  * the downstream stream is reset, since no other answer is possible.
@@ -8,7 +8,7 @@
 import http2 from 'node:http2';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
-import type { Dispatcher, Pool } from 'undici';
+import type { Http1Pool, HeaderMap, UpstreamController, UpstreamHandler } from '../http1/index.js';
 import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
 import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
@@ -33,7 +33,7 @@ class RetryScheduled extends Error {
   override name = 'RetryScheduled';
 }
 
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** Classify a failed attempt for the retry policy (Envoy's reset reasons). */
 export function failureKind(err: Error & { code?: string }, rstCode?: number): FailureKind {
@@ -79,16 +79,16 @@ function failBeforeHeaders(exchange: Exchange, err: Error, hooks: ForwardHooks, 
   exchange.reply({ code: exchange.timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_RESET' });
 }
 
-/** The undici handler: one per request, writing straight to the downstream response. */
-class ResponseHandler implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+/** The HTTP/1.1 pool's handler: one per request, writing straight to the downstream response. */
+class ResponseHandler implements UpstreamHandler {
+  private controller: UpstreamController | undefined;
   /** This attempt was replaced by a retry: ignore everything it still reports. */
   private dropped = false;
   private readonly onDrain = (): void => this.controller?.resume();
 
   constructor(private readonly exchange: Exchange, private readonly hooks: ForwardHooks) {}
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: UpstreamController): void {
     this.controller = controller;
     // A request that waited in the pool's queue may be over already (client gone, timed out):
     // starting it now would answer nobody and pause this pooled connection forever.
@@ -100,7 +100,7 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
     this.exchange.abortUpstream = (reason) => controller.abort(reason);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(controller: UpstreamController, statusCode: number, headers: HeaderMap): void {
     if (this.dropped) return;
     if (this.exchange.isFinished) {
       // Nobody to answer: release the connection instead of leaving its body unread.
@@ -116,7 +116,7 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
     writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks);
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: UpstreamController, chunk: Buffer): void {
     if (this.dropped) return;
     const res = this.exchange.res;
     this.exchange.bytesSent += chunk.length;
@@ -126,37 +126,31 @@ class ResponseHandler implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(_c: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void {
+  onResponseEnd(_c: UpstreamController, trailers: HeaderMap | undefined): void {
     if (this.dropped) return;
     const res = this.exchange.res;
-    if (trailers && Object.keys(trailers).length > 0) res.addTrailers(trailers as Record<string, string>);
+    if (trailers !== undefined && hasAny(trailers)) res.addTrailers(trailers as Record<string, string>);
     res.end();
     this.exchange.finish();
   }
 
-  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(_c: UpstreamController, err: Error): void {
     if (this.dropped) return;
     failBeforeHeaders(this.exchange, err, this.hooks);
   }
 }
 
-/** Forward over HTTP/1.1 through an undici pool. */
-export function forwardHttp1(exchange: Exchange, pool: Pool, path: string, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
+function hasAny(record: object): boolean {
+  for (const _ in record) return true;
+  return false;
+}
+
+/** Forward over HTTP/1.1 through the upstream's connection pool. */
+export function forwardHttp1(exchange: Exchange, pool: Http1Pool, path: string, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
   const req = exchange.req;
   const body = exchange.bodyOverride ?? (hasBody(exchange) ? (req as Readable) : null);
   exchange.upstreamStartedAt = performance.now();
-  pool.dispatch(
-    {
-      method: req.method ?? 'GET',
-      path,
-      headers: headers as Record<string, string>,
-      body,
-      // The client decides whether to keep the connection; upstream connections stay pooled.
-      reset: false,
-      blocking: false,
-    },
-    new ResponseHandler(exchange, hooks),
-  );
+  pool.dispatch({ method: req.method ?? 'GET', path, headers, body }, new ResponseHandler(exchange, hooks));
 }
 
 /** Forward over HTTP/2 (h2c) through a client session; trailers are passed on. */

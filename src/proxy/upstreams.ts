@@ -1,11 +1,11 @@
 /**
- * Connection pools to upstreams, one per `host:port`: an undici `Pool` (HTTP/1.1 keep-alive) for
+ * Connection pools to upstreams, one per `host:port`: an `Http1Pool` (HTTP/1.1 keep-alive) for
  * `http` ports and one `node:http2` client session for `http2` and `grpc` ports (undici 7 drops
  * HTTP/2 trailers). Sessions that close or receive GOAWAY are forgotten and re-dialled on the next
  * request. Pools never time out on their own: the request pipeline owns every timeout.
  */
 import http2 from 'node:http2';
-import { Pool } from 'undici';
+import { Http1Pool } from '../http1/index.js';
 import type { HostPort } from '../routing/replicas.js';
 
 /** Equal to the listeners' limit so a request the proxy accepted is never refused by its own pool. */
@@ -16,23 +16,19 @@ export const STREAM_WINDOW = 1024 * 1024;
 export const SESSION_WINDOW = 16 * 1024 * 1024;
 
 export class Upstreams {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, Http1Pool>();
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
   private closed = false;
 
-  pool(target: HostPort): Pool {
+  pool(target: HostPort): Http1Pool {
     const key = `${target.host}:${target.port}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      const host = target.host.includes(':') ? `[${target.host}]` : target.host;
-      pool = new Pool(`http://${host}:${target.port}`, {
+      pool = new Http1Pool(target.host, target.port, {
         connections: 256,
-        pipelining: 1,
-        keepAliveTimeout: 60_000,
-        keepAliveMaxTimeout: 600_000,
-        headersTimeout: 0,
-        bodyTimeout: 0,
+        idleTimeoutMs: 60_000,
         maxHeaderSize: MAX_HEADER_SIZE,
+        connectTimeoutMs: 10_000,
       });
       this.pools.set(key, pool);
     }

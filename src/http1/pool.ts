@@ -1,0 +1,520 @@
+/**
+ * A pool of keep-alive HTTP/1.1 connections to one upstream `host:port`, one request at a time on
+ * each (no pipelining). A request takes the most recently used idle connection, else opens a new
+ * one up to the pool's limit, else waits in order. Its body streams with backpressure both ways, and
+ * its answer is handed on as it is parsed: head, body slices, end with trailers.
+ *
+ * How it fails: a refused or timed-out connect reports the socket's code (`ECONNREFUSED`,
+ * `CONNECT_TIMEOUT`, ...); a connection that closes, resets or breaks the protocol mid-answer reports
+ * the error and is discarded; an aborted request discards its connection unless nothing was written
+ * yet. A connection is reused only after a complete answer that allows it, with its request body
+ * fully sent and no stray byte after the answer. Idle connections close after the pool's idle
+ * timeout, or a second before the upstream's own `Keep-Alive: timeout`, and never hold the process
+ * open. The pool never times a request out: the caller owns every request timeout.
+ */
+import net from 'node:net';
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { ResponseParser, type HeaderMap, type ResponseSink } from './response-parser.js';
+import { requestHead, type BodyFraming } from './request-head.js';
+
+/** What the caller can do to a request in flight. */
+export interface UpstreamController {
+  /** Stop the request: nothing more is reported to its handler. */
+  abort(reason: Error): void;
+  /** Stop reading the answer (downstream backpressure) / read on. */
+  pause(): void;
+  resume(): void;
+}
+
+/** Receives one request's progress, in this order (any may be the last: then `onResponseError`). */
+export interface UpstreamHandler {
+  /** A connection was assigned and the request is about to be written. */
+  onRequestStart(controller: UpstreamController): void;
+  onResponseStart(controller: UpstreamController, status: number, headers: HeaderMap): void;
+  onResponseData(controller: UpstreamController, chunk: Buffer): void;
+  onResponseEnd(controller: UpstreamController, trailers: HeaderMap | undefined): void;
+  onResponseError(controller: UpstreamController, err: Error): void;
+}
+
+export interface UpstreamRequest {
+  method: string;
+  /** The request target (origin-form). */
+  path: string;
+  headers: OutgoingHttpHeaders;
+  body: Readable | null;
+}
+
+export interface PoolOptions {
+  /** Connections at most; more requests wait in order. */
+  connections: number;
+  /** An idle connection closes after this long (ms). */
+  idleTimeoutMs: number;
+  /** Largest response head (and trailer section) accepted, in bytes. */
+  maxHeaderSize: number;
+  /** A connect that takes longer fails with `CONNECT_TIMEOUT` (ms). */
+  connectTimeoutMs: number;
+  /** Opens a connection (default: TCP with Nagle off and TCP keep-alive on). */
+  connect?: (host: string, port: number) => net.Socket;
+}
+
+function tcpConnect(host: string, port: number): net.Socket {
+  return net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 });
+}
+
+/** An idle connection closes this long before the upstream's advertised keep-alive timeout. */
+const KEEP_ALIVE_MARGIN_MS = 1000;
+const EMPTY_TRAILERS: HeaderMap = Object.freeze({}) as HeaderMap;
+
+function ignore(): void {}
+
+class ConnectTimeoutError extends Error {
+  override name = 'ConnectTimeoutError';
+  readonly code = 'CONNECT_TIMEOUT';
+}
+
+class UpstreamClosedError extends Error {
+  override name = 'UpstreamClosedError';
+  readonly code = 'UPSTREAM_CLOSED';
+}
+
+class BodyError extends Error {
+  override name = 'RequestBodyError';
+  readonly code = 'REQUEST_BODY_ERROR';
+}
+
+/** One request, from dispatch to its end; the controller its handler holds. */
+class Attempt implements UpstreamController {
+  conn: Connection | undefined = undefined;
+  /** Over: answered, failed or aborted. Nothing more reaches the handler. */
+  done = false;
+  /** Bytes of it were written: aborting must discard the connection. */
+  written = false;
+
+  constructor(readonly request: UpstreamRequest, readonly handler: UpstreamHandler) {}
+
+  abort(_reason: Error): void {
+    if (this.done) return;
+    this.done = true;
+    // A waiting request is skipped when its turn comes.
+    this.conn?.abandon(this);
+  }
+
+  pause(): void {
+    if (!this.done) this.conn?.pause();
+  }
+
+  resume(): void {
+    if (!this.done) this.conn?.resume();
+  }
+}
+
+class Connection implements ResponseSink {
+  readonly socket: net.Socket;
+  private readonly parser: ResponseParser;
+  private attempt: Attempt | undefined = undefined;
+  private connected = false;
+  private closed = false;
+  private idleTimeoutMs: number;
+  // The body being sent, and how.
+  private body: Readable | null = null;
+  private framing: BodyFraming | undefined = undefined;
+  private bodySent = 0;
+  private bodyDone = true;
+  private waitingDrain = false;
+  /** Reading is paused for the downstream's backpressure. */
+  private paused = false;
+
+  constructor(private readonly pool: Http1Pool, first: Attempt) {
+    const opts = pool.options;
+    this.idleTimeoutMs = opts.idleTimeoutMs;
+    this.parser = new ResponseParser(opts.maxHeaderSize);
+    this.attempt = first;
+    first.conn = this;
+    this.socket = (opts.connect ?? tcpConnect)(pool.host, pool.port);
+    this.socket.setTimeout(opts.connectTimeoutMs);
+    this.socket.on('connect', this.onConnect);
+    this.socket.on('data', this.onData);
+    this.socket.on('end', this.onEnd);
+    this.socket.on('error', this.onError);
+    this.socket.on('close', this.onClose);
+    this.socket.on('timeout', this.onTimeout);
+    this.socket.on('drain', this.onDrain);
+  }
+
+  get busy(): boolean {
+    return this.attempt !== undefined;
+  }
+
+  /**
+   * Send `attempt` on this connection. False when its handler aborted it at the start (the
+   * connection is untouched and free for another).
+   */
+  start(attempt: Attempt): boolean {
+    this.attempt = attempt;
+    attempt.conn = this;
+    if (!this.connected) return true;
+    return this.send(attempt);
+  }
+
+  private send(attempt: Attempt): boolean {
+    const socket = this.socket;
+    attempt.handler.onRequestStart(attempt);
+    if (attempt.done) {
+      this.attempt = undefined;
+      return false;
+    }
+    const { method, path, headers, body } = attempt.request;
+    let framing: BodyFraming;
+    let head: string;
+    try {
+      ({ head, framing } = requestHead(method, path, headers, body !== null, this.pool.authority));
+    } catch (err) {
+      // Nothing was written: the connection stays good.
+      this.attempt = undefined;
+      attempt.done = true;
+      attempt.handler.onResponseError(attempt, err as Error);
+      return false;
+    }
+    socket.ref();
+    this.parser.expect(this, method === 'HEAD');
+    attempt.written = true;
+    socket.write(head, 'latin1');
+    if (body !== null) this.sendBody(body, framing);
+    else this.bodyDone = true;
+    return true;
+  }
+
+  private sendBody(body: Readable, framing: BodyFraming): void {
+    this.body = body;
+    this.framing = framing;
+    this.bodySent = 0;
+    this.bodyDone = false;
+    this.waitingDrain = false;
+    if (body.readableEnded) {
+      this.onBodyEnd();
+      return;
+    }
+    if (body.destroyed) {
+      this.onBodyError(new BodyError('the request body was destroyed before it was sent'));
+      return;
+    }
+    body.on('data', this.onBodyData);
+    body.on('end', this.onBodyEnd);
+    body.on('error', this.onBodyError);
+    body.on('close', this.onBodyClose);
+    body.resume();
+  }
+
+  private readonly onBodyData = (chunk: Buffer | string): void => {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    if (data.length === 0) return;
+    const framing = this.framing!;
+    this.bodySent += data.length;
+    const socket = this.socket;
+    let ok: boolean;
+    if (framing.kind === 'chunked') {
+      socket.cork();
+      socket.write(`${data.length.toString(16)}\r\n`, 'latin1');
+      socket.write(data);
+      ok = socket.write('\r\n', 'latin1');
+      socket.uncork();
+    } else {
+      if (framing.kind === 'none' || this.bodySent > framing.length) {
+        this.onBodyError(new BodyError('the request body is longer than its content-length'));
+        return;
+      }
+      ok = socket.write(data);
+    }
+    if (!ok && !this.waitingDrain) {
+      this.waitingDrain = true;
+      this.body?.pause();
+    }
+  };
+
+  private readonly onDrain = (): void => {
+    if (!this.waitingDrain) return;
+    this.waitingDrain = false;
+    this.body?.resume();
+  };
+
+  private readonly onBodyEnd = (): void => {
+    const framing = this.framing;
+    this.detachBody();
+    this.bodyDone = true;
+    if (framing?.kind === 'chunked') this.socket.write('0\r\n\r\n', 'latin1');
+    else if (framing?.kind === 'length' && this.bodySent !== framing.length) {
+      this.fail(new BodyError(`the request body ended after ${this.bodySent} of ${framing.length} bytes`));
+      return;
+    }
+  };
+
+  private readonly onBodyError = (err: Error): void => {
+    this.fail(err instanceof BodyError ? err : new BodyError(`the request body failed: ${err.message}`));
+  };
+
+  private readonly onBodyClose = (): void => {
+    // 'close' before 'end': the client went away mid-body.
+    if (this.body !== null) this.onBodyError(new BodyError('the request body ended early'));
+  };
+
+  private detachBody(): void {
+    const body = this.body;
+    if (body === null) return;
+    this.body = null;
+    body.off('data', this.onBodyData);
+    body.off('end', this.onBodyEnd);
+    body.off('error', this.onBodyError);
+    body.off('close', this.onBodyClose);
+    // The body may still fail after this request is over (the client resets mid-upload): an error
+    // with no listener would throw from the stream.
+    if (body.listenerCount('error') === 0) body.on('error', ignore);
+    if (this.waitingDrain) {
+      this.waitingDrain = false;
+      body.resume();
+    }
+  }
+
+  // ---- the answer ----------------------------------------------------------------------------
+
+  onHead(status: number, headers: HeaderMap): void {
+    const attempt = this.attempt!;
+    attempt.handler.onResponseStart(attempt, status, headers);
+  }
+
+  onBody(chunk: Buffer): void {
+    const attempt = this.attempt!;
+    attempt.handler.onResponseData(attempt, chunk);
+  }
+
+  onComplete(trailers: HeaderMap | undefined): void {
+    const attempt = this.attempt!;
+    this.attempt = undefined;
+    attempt.done = true;
+    if (this.paused) this.resume();
+    const parser = this.parser;
+    const reusable = parser.keepAlive && parser.trailingBytes === 0 && !this.closed;
+    if (reusable && parser.keepAliveTimeoutMs !== undefined) {
+      const ms = Math.max(KEEP_ALIVE_MARGIN_MS, Math.min(this.pool.options.idleTimeoutMs, parser.keepAliveTimeoutMs - KEEP_ALIVE_MARGIN_MS));
+      if (ms !== this.idleTimeoutMs) {
+        this.idleTimeoutMs = ms;
+        this.socket.setTimeout(ms);
+      }
+    }
+    attempt.handler.onResponseEnd(attempt, trailers ?? EMPTY_TRAILERS);
+    if (!reusable) this.destroy();
+    // An answer before the whole body was sent: the upstream will not read the rest (Envoy resets
+    // the upstream connection here too).
+    else if (!this.bodyDone) this.destroy();
+    else if (!this.closed) this.pool.release(this);
+  }
+
+  // ---- the socket ----------------------------------------------------------------------------
+
+  private readonly onConnect = (): void => {
+    this.connected = true;
+    this.socket.setTimeout(this.idleTimeoutMs);
+    const attempt = this.attempt;
+    // No request any more (aborted while connecting), or aborted at its start: free for another.
+    if (attempt === undefined || !this.send(attempt)) this.pool.release(this);
+  };
+
+  private readonly onData = (data: Buffer): void => {
+    const err = this.parser.execute(data);
+    if (err) this.fail(err);
+  };
+
+  private readonly onEnd = (): void => {
+    // The upstream closed its side: a body read to the close is complete; anything else is cut.
+    const err = this.parser.finish();
+    if (err) this.fail(err);
+    this.destroy();
+  };
+
+  private readonly onError = (err: Error): void => {
+    this.fail(err);
+  };
+
+  private readonly onClose = (): void => {
+    if (this.attempt && !this.attempt.done) {
+      this.fail(this.parser.busy ? new UpstreamClosedError('the upstream closed the connection before the response was complete') : new UpstreamClosedError('the upstream closed the connection'));
+    }
+    this.closed = true;
+    this.detachBody();
+    this.pool.remove(this);
+  };
+
+  private readonly onTimeout = (): void => {
+    if (!this.connected) {
+      this.fail(new ConnectTimeoutError(`connect to ${this.pool.authority} timed out`));
+      return;
+    }
+    // Idle past the timeout: close. A busy connection waits; the caller owns request timeouts.
+    if (this.attempt === undefined) this.destroy();
+  };
+
+  /** The attempt's handler gave up on it: the connection is discarded unless nothing was sent. */
+  abandon(attempt: Attempt): void {
+    if (this.attempt !== attempt) return;
+    this.attempt = undefined;
+    if (!attempt.written) return;
+    this.parser.abandon();
+    this.detachBody();
+    this.destroy();
+  }
+
+  /** Report `err` to the request in flight and discard the connection. */
+  private fail(err: Error): void {
+    const attempt = this.attempt;
+    this.attempt = undefined;
+    this.detachBody();
+    this.destroy();
+    if (attempt && !attempt.done) {
+      attempt.done = true;
+      attempt.handler.onResponseError(attempt, err);
+    }
+  }
+
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+  }
+
+  /** Make this connection idle: unref'd so an idle pool never holds the process open. */
+  idle(): void {
+    this.socket.unref();
+  }
+
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.detachBody();
+    this.socket.destroy();
+    this.pool.remove(this);
+  }
+}
+
+export class Http1Pool {
+  /** `host:port` as sent in a Host field (IPv6 in brackets). */
+  readonly authority: string;
+  private readonly idle: Connection[] = [];
+  private readonly all = new Set<Connection>();
+  private queue: Attempt[] = [];
+  private queueHead = 0;
+  private closing = false;
+  private closedWaiters: (() => void)[] = [];
+
+  constructor(readonly host: string, readonly port: number, readonly options: PoolOptions) {
+    this.authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+
+  /** Connections open, idle ones, requests on a connection, and requests waiting for one. */
+  get stats(): { connected: number; free: number; running: number; pending: number } {
+    let running = 0;
+    for (const conn of this.all) if (conn.busy) running++;
+    let pending = 0;
+    for (let i = this.queueHead; i < this.queue.length; i++) if (!this.queue[i]!.done) pending++;
+    return { connected: this.all.size, free: this.idle.length, running, pending };
+  }
+
+  dispatch(request: UpstreamRequest, handler: UpstreamHandler): void {
+    const attempt = new Attempt(request, handler);
+    if (this.closing) {
+      attempt.done = true;
+      handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
+      return;
+    }
+    const conn = this.idle.pop();
+    if (conn !== undefined) {
+      // Not started: aborted at its start or refused before a byte was written; still idle.
+      if (!conn.start(attempt)) {
+        this.idle.push(conn);
+        conn.idle();
+      }
+      return;
+    }
+    if (this.all.size < this.options.connections) {
+      this.all.add(new Connection(this, attempt));
+      return;
+    }
+    this.queue.push(attempt);
+  }
+
+  /** A connection finished its request and may carry another. */
+  release(conn: Connection): void {
+    if (this.closing) {
+      conn.destroy();
+      return;
+    }
+    while (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead]!;
+      this.queue[this.queueHead++] = undefined as unknown as Attempt;
+      if (this.queueHead === this.queue.length) {
+        this.queue = [];
+        this.queueHead = 0;
+      }
+      if (next.done) continue;
+      if (conn.start(next)) return;
+    }
+    this.idle.push(conn);
+    conn.idle();
+  }
+
+  /** A connection is gone. A waiting request gets a new one in its place. */
+  remove(conn: Connection): void {
+    if (!this.all.delete(conn)) return;
+    const i = this.idle.lastIndexOf(conn);
+    if (i >= 0) this.idle.splice(i, 1);
+    if (this.closing) {
+      if (this.all.size === 0) for (const w of this.closedWaiters.splice(0)) w();
+      return;
+    }
+    while (this.queueHead < this.queue.length && this.all.size < this.options.connections) {
+      const next = this.queue[this.queueHead]!;
+      this.queue[this.queueHead++] = undefined as unknown as Attempt;
+      if (next.done) continue;
+      this.all.add(new Connection(this, next));
+    }
+    if (this.queueHead === this.queue.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    }
+  }
+
+  /** Finish the requests in flight, then close every connection; waiting requests fail. */
+  close(): Promise<void> {
+    this.closing = true;
+    this.failQueued();
+    for (const conn of this.idle.splice(0)) conn.destroy();
+    if (this.all.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.closedWaiters.push(resolve));
+  }
+
+  /** Close every connection now; requests in flight fail. */
+  destroy(): Promise<void> {
+    this.closing = true;
+    this.failQueued();
+    for (const conn of [...this.all]) conn.destroy();
+    return Promise.resolve();
+  }
+
+  private failQueued(): void {
+    const queued = this.queue.slice(this.queueHead);
+    this.queue = [];
+    this.queueHead = 0;
+    for (const attempt of queued) {
+      if (attempt.done) continue;
+      attempt.done = true;
+      attempt.handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
+    }
+  }
+}
+
+export type { HeaderMap };

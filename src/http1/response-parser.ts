@@ -1,0 +1,505 @@
+/**
+ * An incremental parser for HTTP/1.1 responses (RFC 9112) read from an upstream connection, one
+ * response per request sent. It finds the head, checks it strictly (status line, field names and
+ * values, one framing), and hands on the body as slices of the buffers read, without copying:
+ * `Content-Length`, `chunked` (with trailers), or everything up to the connection's end. Interim
+ * 1xx answers are skipped. Any violation is returned as an `UpstreamProtocolError` and leaves the
+ * parser dead: the connection it reads cannot be trusted any further.
+ *
+ * Framing follows RFC 9112 §6.3 and Envoy's strict defaults: a response with both `Content-Length`
+ * and `Transfer-Encoding`, with a transfer coding other than `chunked`, or with differing lengths is
+ * an error, not a guess.
+ */
+
+export type HeaderMap = Record<string, string | string[]>;
+
+/** Receives one response. */
+export interface ResponseSink {
+  onHead(status: number, headers: HeaderMap): void;
+  /** A slice of the body (a view into the buffer read: copy it to keep it past the call). */
+  onBody(chunk: Buffer): void;
+  /** The response is complete; `trailers` of a chunked body that carried any. */
+  onComplete(trailers: HeaderMap | undefined): void;
+}
+
+export class UpstreamProtocolError extends Error {
+  override name = 'UpstreamProtocolError';
+  readonly code = 'UPSTREAM_PROTOCOL_ERROR';
+}
+
+const enum State {
+  /** No request is waiting for an answer: any byte is an error. */
+  Idle,
+  Head,
+  Length,
+  ChunkSize,
+  ChunkData,
+  ChunkDataEnd,
+  Trailers,
+  UntilClose,
+  Dead,
+}
+
+/** RFC 9110 token characters (field names). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A field value may hold HTAB, visible ASCII, SP and obs-text; nothing else (no CR, LF or NUL). */
+const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+/** A chunk-size line: hex size, then optional extensions (not interpreted; RFC 9112 §7.1.1). */
+const CHUNK_SIZE = /^([0-9A-Fa-f]{1,15})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?$/;
+/** A chunk-size line (with its extensions) longer than this is refused. */
+const MAX_CHUNK_LINE = 4096;
+
+const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+const LFLF = Buffer.from('\n\n');
+
+export class ResponseParser {
+  private state = State.Idle;
+  private sink: ResponseSink | undefined = undefined;
+  private noBody = false;
+  /** Bytes of a head (or chunk line, or trailers) split over reads. */
+  private pending: Buffer | undefined = undefined;
+  private remaining = 0;
+  private headBytes = 0;
+  /** Whether the connection may carry another request after the current response. */
+  keepAlive = true;
+  /** The upstream's `Keep-Alive: timeout=N` in milliseconds, when it sent one. */
+  keepAliveTimeoutMs: number | undefined = undefined;
+  /** The last `Keep-Alive` value parsed (an upstream sends the same one on every answer). */
+  private lastHint: string | undefined = undefined;
+  /** Bytes that followed the last complete response in the same read (a protocol error to reuse). */
+  trailingBytes = 0;
+  /** A response head arrived for the current request. */
+  gotHead = false;
+  /** Any byte arrived for the current request. */
+  gotBytes = false;
+
+  constructor(private readonly maxHeadSize: number) {}
+
+  /** A request was written: parse its response into `sink`. `noBody` for HEAD requests. */
+  expect(sink: ResponseSink, noBody: boolean): void {
+    this.sink = sink;
+    this.noBody = noBody;
+    this.state = State.Head;
+    this.pending = undefined;
+    this.headBytes = 0;
+    this.trailingBytes = 0;
+    this.gotHead = false;
+    this.gotBytes = false;
+    this.keepAlive = true;
+  }
+
+  /** Whether a response is in progress (a request was sent and its answer has not completed). */
+  get busy(): boolean {
+    return this.state !== State.Idle && this.state !== State.Dead;
+  }
+
+  /** Whether the body runs to the connection's end. */
+  get untilClose(): boolean {
+    return this.state === State.UntilClose;
+  }
+
+  /** Feed bytes read from the connection. Returns the error that killed the parser, if any. */
+  execute(data: Buffer): UpstreamProtocolError | undefined {
+    if (data.length === 0) return undefined;
+    if (this.state === State.Dead) return new UpstreamProtocolError('the connection already failed');
+    if (this.state === State.Idle) return this.fail('the upstream sent bytes no request asked for');
+    this.gotBytes = true;
+    let offset = 0;
+    while (offset < data.length) {
+      switch (this.state as State) {
+        case State.Head: {
+          const next = this.readHead(data, offset);
+          if (next < 0) return (this.state as State) === State.Dead ? this.deadError : undefined;
+          offset = next;
+          break;
+        }
+        case State.Length: {
+          const n = Math.min(this.remaining, data.length - offset);
+          this.remaining -= n;
+          const chunk = offset === 0 && n === data.length ? data : data.subarray(offset, offset + n);
+          offset += n;
+          this.sink!.onBody(chunk);
+          if (this.remaining === 0 && this.state === State.Length) this.complete(undefined, data.length - offset);
+          break;
+        }
+        case State.UntilClose: {
+          this.sink!.onBody(offset === 0 ? data : data.subarray(offset));
+          offset = data.length;
+          break;
+        }
+        case State.ChunkSize:
+        case State.ChunkDataEnd:
+        case State.Trailers: {
+          const next = this.readLine(data, offset);
+          if (next < 0) return (this.state as State) === State.Dead ? this.deadError : undefined;
+          offset = next;
+          break;
+        }
+        case State.ChunkData: {
+          const n = Math.min(this.remaining, data.length - offset);
+          this.remaining -= n;
+          this.sink!.onBody(data.subarray(offset, offset + n));
+          offset += n;
+          if (this.remaining === 0 && this.state === State.ChunkData) this.state = State.ChunkDataEnd;
+          break;
+        }
+        case State.Idle:
+          // A complete response followed by more bytes in the same read.
+          this.trailingBytes = data.length - offset;
+          return undefined;
+        case State.Dead:
+          return this.deadError;
+      }
+    }
+    return undefined;
+  }
+
+  /** The connection ended. Completes a body read to the close; anything else cut short is an error. */
+  finish(): UpstreamProtocolError | undefined {
+    if (this.state === State.UntilClose) {
+      this.complete(undefined, 0);
+      return undefined;
+    }
+    if (this.state === State.Idle || this.state === State.Dead) return undefined;
+    return this.fail('the upstream closed the connection before the response was complete');
+  }
+
+  private deadError = new UpstreamProtocolError('malformed response');
+
+  private fail(message: string): UpstreamProtocolError {
+    this.state = State.Dead;
+    this.sink = undefined;
+    this.pending = undefined;
+    this.deadError = new UpstreamProtocolError(message);
+    return this.deadError;
+  }
+
+  /** The response is no longer wanted (the request was aborted): nothing more is delivered. */
+  abandon(): void {
+    this.state = State.Dead;
+    this.sink = undefined;
+    this.pending = undefined;
+    this.deadError = new UpstreamProtocolError('the response was abandoned');
+  }
+
+  private complete(trailers: HeaderMap | undefined, trailing: number): void {
+    const sink = this.sink;
+    // The sink abandoned the response while handling the bytes just delivered.
+    if (sink === undefined) return;
+    this.state = State.Idle;
+    this.sink = undefined;
+    this.trailingBytes = trailing;
+    sink.onComplete(trailers);
+  }
+
+  /** Join bytes kept from earlier reads with this one; returns the buffer and where `data` starts in it. */
+  private joined(data: Buffer, offset: number): [Buffer, number] {
+    const pending = this.pending;
+    if (!pending) return [data, offset];
+    this.pending = undefined;
+    return [Buffer.concat([pending, data.subarray(offset)]), 0];
+  }
+
+  /** Parse a head from `data` at `offset`; returns the offset after it, or -1 when more is needed. */
+  private readHead(data: Buffer, offset: number): number {
+    const pendingLength = this.pending?.length ?? 0;
+    const [buf, start] = this.joined(data, offset);
+    // Search from a little before the new bytes: the blank line may straddle two reads.
+    let end = buf.indexOf(CRLFCRLF, Math.max(start, pendingLength - 3));
+    let sep = 4;
+    if (end < 0) {
+      // Lines may end in a bare LF (RFC 9112 §2.2): look for an empty one only when there is no CRLF one.
+      end = buf.indexOf(LFLF, Math.max(start, pendingLength - 1));
+      sep = 2;
+    }
+    if (end < 0) {
+      if (buf.length - start > this.maxHeadSize) {
+        this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
+        return -1;
+      }
+      this.pending = start === 0 ? buf : buf.subarray(start);
+      return -1;
+    }
+    if (end - start > this.maxHeadSize) {
+      this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
+      return -1;
+    }
+    let head = buf.toString('latin1', start, end);
+    if (sep === 4) {
+      // A bare-LF empty line before the CRLF one ends the head there.
+      const lf = head.indexOf('\n\n');
+      if (lf >= 0) {
+        head = head.slice(0, lf);
+        end = start + lf;
+        sep = 2;
+      }
+    }
+    const error = this.parseHead(head);
+    if (error) {
+      this.fail(error);
+      return -1;
+    }
+    const consumed = end + sep;
+    // Where the head ends in `data` (the pending bytes came before it).
+    const next = buf === data ? consumed : offset + (consumed - pendingLength);
+    // A head with no body completes the response here, once the bytes after it are known.
+    if (this.state === State.Idle && this.sink !== undefined) this.complete(undefined, data.length - next);
+    return next;
+  }
+
+  /** Returns an error message, or undefined after delivering the head (and setting the body state). */
+  private parseHead(head: string): string | undefined {
+    // One scan for characters no head may hold (a CR only ends a line), instead of one per value.
+    if (BAD_HEAD.test(head) || hasBareCR(head)) return badHeadMessage(head);
+    let eol = head.indexOf('\n');
+    if (eol < 0) eol = head.length;
+    const statusLine = head.slice(0, head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol);
+    const m = STATUS_LINE.exec(statusLine);
+    if (!m) return `invalid status line ${JSON.stringify(statusLine.slice(0, 64))}`;
+    const minor = m[1]!;
+    const status = Number(m[2]);
+    if (status < 100) return `invalid status ${status}`;
+    const headers: HeaderMap = {};
+    let contentLength = -1;
+    let transferEncoding: string | undefined;
+    let connection: string | undefined;
+    let keepAliveHint: string | undefined;
+    let last: string | undefined;
+    for (let start = eol + 1; start < head.length; start = eol + 1) {
+      eol = head.indexOf('\n', start);
+      if (eol < 0) eol = head.length;
+      const lineEnd = head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol;
+      const first = head.charCodeAt(start);
+      if (first === 32 || first === 9) {
+        // obs-fold: RFC 9112 §5.2 lets a recipient of a response replace it with a space; never on a
+        // field that frames the message or decides the connection's fate.
+        if (last === undefined) return 'a continuation line before any field';
+        if (FRAMING.has(last)) return `a continuation line in field ${last}`;
+        const value = head.slice(start, lineEnd).trim();
+        const prior = headers[last]!;
+        if (Array.isArray(prior)) prior[prior.length - 1] += ` ${value}`;
+        else headers[last] = `${prior} ${value}`;
+        continue;
+      }
+      const colon = head.indexOf(':', start);
+      if (colon <= start || colon > lineEnd) return `invalid field line ${JSON.stringify(head.slice(start, lineEnd).slice(0, 64))}`;
+      const name = fieldName(head.slice(start, colon));
+      if (name === undefined) return `invalid field name ${JSON.stringify(head.slice(start, Math.min(colon, start + 64)))}`;
+      const value = head.slice(colon + 1, lineEnd).trim();
+      last = name;
+      switch (name) {
+        case 'content-length': {
+          // A list or repeats of one same length are one length (RFC 9110 §8.6); others are an error.
+          for (const part of value.split(',')) {
+            const v = part.trim();
+            if (!/^\d{1,15}$/.test(v)) return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
+            const n = Number(v);
+            if (contentLength >= 0 && n !== contentLength) return 'differing content-length values';
+            contentLength = n;
+          }
+          break;
+        }
+        case 'transfer-encoding':
+          transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+          break;
+        case 'connection':
+          connection = connection === undefined ? value : `${connection}, ${value}`;
+          break;
+        case 'keep-alive':
+          keepAliveHint = value;
+          break;
+        case '__proto__':
+          // Not representable in a plain object; no real header has this name.
+          continue;
+      }
+      const prior = headers[name];
+      if (prior === undefined) headers[name] = value;
+      else if (Array.isArray(prior)) prior.push(value);
+      else headers[name] = [prior, value];
+    }
+    if (status < 200) {
+      // 101 without an upgrade request is a protocol error; other 1xx are interim: skip them.
+      if (status === 101) return 'a 101 answer to a request that asked for no upgrade';
+      return undefined;
+    }
+    this.keepAlive = keepAliveOf(minor, connection);
+    if (keepAliveHint === undefined) this.keepAliveTimeoutMs = undefined;
+    else if (keepAliveHint !== this.lastHint) {
+      this.lastHint = keepAliveHint;
+      this.keepAliveTimeoutMs = keepAliveTimeout(keepAliveHint);
+    }
+    let next: State;
+    if (this.noBody || status === 204 || status === 304) {
+      if (transferEncoding !== undefined && status === 204) return 'a 204 answer with transfer-encoding';
+      next = State.Idle;
+    } else if (transferEncoding !== undefined) {
+      if (contentLength >= 0) return 'both content-length and transfer-encoding';
+      if (minor === '0') return 'transfer-encoding in an HTTP/1.0 response';
+      if (transferEncoding.trim().toLowerCase() !== 'chunked') return `unsupported transfer-encoding ${JSON.stringify(transferEncoding.slice(0, 32))}`;
+      next = State.ChunkSize;
+    } else if (contentLength >= 0) {
+      next = contentLength === 0 ? State.Idle : State.Length;
+      this.remaining = contentLength;
+    } else {
+      next = State.UntilClose;
+      this.keepAlive = false;
+    }
+    this.gotHead = true;
+    this.state = next;
+    this.sink!.onHead(status, headers);
+    return undefined;
+  }
+
+  /** Parse one line of chunked framing; returns the offset after it, or -1 when more is needed. */
+  private readLine(data: Buffer, offset: number): number {
+    const pendingLength = this.pending?.length ?? 0;
+    const [buf, start] = this.joined(data, offset);
+    const nl = buf.indexOf(10, Math.max(start, pendingLength));
+    if (nl < 0) {
+      if (buf.length - start > (this.state === State.Trailers ? this.maxHeadSize : MAX_CHUNK_LINE)) {
+        this.fail('a chunk line or trailer section too long');
+        return -1;
+      }
+      this.pending = start === 0 ? buf : buf.subarray(start);
+      return -1;
+    }
+    const line = stripCR(buf.toString('latin1', start, nl));
+    const consumed = nl + 1;
+    const next = buf === data ? consumed : offset + (consumed - pendingLength);
+    switch (this.state) {
+      case State.ChunkSize: {
+        const m = CHUNK_SIZE.exec(line);
+        if (!m) {
+          this.fail(`invalid chunk size line ${JSON.stringify(line.slice(0, 32))}`);
+          return -1;
+        }
+        const size = parseInt(m[1]!, 16);
+        if (size === 0) {
+          this.state = State.Trailers;
+          this.headBytes = 0;
+          this.trailerLines = undefined;
+        } else {
+          this.remaining = size;
+          this.state = State.ChunkData;
+        }
+        return next;
+      }
+      case State.ChunkDataEnd:
+        if (line !== '') {
+          this.fail('chunk data longer than its size');
+          return -1;
+        }
+        this.state = State.ChunkSize;
+        return next;
+      default: {
+        // Trailers: field lines up to an empty line.
+        if (line === '') {
+          const trailers = this.trailerLines ? parseTrailers(this.trailerLines) : undefined;
+          if (typeof trailers === 'string') {
+            this.fail(trailers);
+            return -1;
+          }
+          this.trailerLines = undefined;
+          this.complete(trailers, data.length - next);
+          return next;
+        }
+        this.headBytes += line.length;
+        if (this.headBytes > this.maxHeadSize) {
+          this.fail('the trailer section is too large');
+          return -1;
+        }
+        (this.trailerLines ??= []).push(line);
+        return next;
+      }
+    }
+  }
+
+  private trailerLines: string[] | undefined = undefined;
+}
+
+/** Characters no response head may hold: CTLs other than HTAB, CR and LF, and DEL. */
+const BAD_HEAD = /[^\t\n\r\x20-\x7e\x80-\xff]/;
+/** A CR anywhere but at a line's end. */
+const BARE_CR = /\r(?!\n|$)/;
+
+function hasBareCR(head: string): boolean {
+  for (let i = head.indexOf('\r'); i >= 0; i = head.indexOf('\r', i + 2)) {
+    if (i + 1 < head.length && head.charCodeAt(i + 1) !== 10) return true;
+  }
+  return false;
+}
+
+/** Say where a head with a forbidden character has it. */
+function badHeadMessage(head: string): string {
+  const at = Math.min(...[head.search(BAD_HEAD), head.search(BARE_CR)].filter((i) => i >= 0));
+  const lineStart = head.lastIndexOf('\n', at) + 1;
+  if (lineStart === 0) return `invalid status line ${JSON.stringify(head.slice(0, Math.min(64, head.indexOf('\n') >>> 0)))}`;
+  const colon = head.indexOf(':', lineStart);
+  const name = colon > lineStart && colon < at ? head.slice(lineStart, colon) : head.slice(lineStart, at);
+  return `invalid value in field ${name.slice(0, 64)}`;
+}
+
+/**
+ * Lower-cased field names, by the name as received: an upstream sends the same few names on every
+ * answer, so each is checked and lower-cased once, and the same string object is reused as the key
+ * (V8 finds an already-internalized key without hashing it again). Bounded: past the limit, names
+ * are checked every time.
+ */
+const NAMES = new Map<string, string>();
+const MAX_NAMES = 1024;
+
+function fieldName(raw: string): string | undefined {
+  const known = NAMES.get(raw);
+  if (known !== undefined) return known;
+  if (!TOKEN.test(raw)) return undefined;
+  const name = raw.toLowerCase();
+  if (NAMES.size < MAX_NAMES) NAMES.set(raw, name);
+  return name;
+}
+
+function stripCR(line: string): string {
+  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
+}
+
+/** HTTP/1.1 keeps the connection unless `close`; HTTP/1.0 only with `keep-alive` (RFC 9112 §9.3). */
+function keepAliveOf(minor: string, connection: string | undefined): boolean {
+  if (connection === undefined) return minor === '1';
+  let keep = minor === '1';
+  for (const token of connection.split(',')) {
+    const t = token.trim().toLowerCase();
+    if (t === 'close') return false;
+    if (t === 'keep-alive') keep = true;
+  }
+  return keep;
+}
+
+/** `Keep-Alive: timeout=5, max=100` → 5000. */
+function keepAliveTimeout(value: string): number | undefined {
+  const m = /(?:^|[,\s])timeout\s*=\s*(\d+)/i.exec(value);
+  return m ? Number(m[1]) * 1000 : undefined;
+}
+
+/** Trailer field lines into a map (names lower-cased), or an error message. */
+function parseTrailers(lines: string[]): HeaderMap | string {
+  const out: HeaderMap = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) return `invalid trailer line ${JSON.stringify(line.slice(0, 64))}`;
+    const rawName = line.slice(0, colon);
+    if (!TOKEN.test(rawName)) return `invalid trailer name ${JSON.stringify(rawName.slice(0, 64))}`;
+    const value = line.slice(colon + 1).trim();
+    if (BAD_VALUE.test(value)) return `invalid value in trailer ${rawName}`;
+    const name = rawName.toLowerCase();
+    if (name === '__proto__') continue;
+    const prior = out[name];
+    if (prior === undefined) out[name] = value;
+    else if (Array.isArray(prior)) prior.push(value);
+    else out[name] = [prior, value];
+  }
+  return out;
+}
+
+export { BAD_VALUE, TOKEN };
