@@ -7,7 +7,8 @@
  * How it fails: a refused or timed-out connect reports the socket's code (`ECONNREFUSED`,
  * `CONNECT_TIMEOUT`, ...); a connection that closes, resets or breaks the protocol mid-answer reports
  * the error and is discarded; an aborted request discards its connection unless nothing was written
- * yet. A connection is reused only after a complete answer that allows it, with its request body
+ * yet. A GET, HEAD or OPTIONS without a body that meets a kept-alive connection closing under it (no
+ * byte of an answer yet) is sent once more on a new connection instead. A connection is reused only after a complete answer that allows it, with its request body
  * fully sent and no stray byte after the answer. Idle connections close after the pool's idle
  * timeout, or a second before the upstream's own `Keep-Alive: timeout`, and never hold the process
  * open. The pool never times a request out: the caller owns every request timeout.
@@ -64,6 +65,8 @@ function tcpConnect(host: string, port: number): net.Socket {
 
 /** An idle connection closes this long before the upstream's advertised keep-alive timeout. */
 const KEEP_ALIVE_MARGIN_MS = 1000;
+/** Methods a client may send again by itself when a connection fails under them (RFC 9110 §9.2.2). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const EMPTY_TRAILERS: HeaderMap = Object.freeze({}) as HeaderMap;
 
 function ignore(): void {}
@@ -90,6 +93,8 @@ class Attempt implements UpstreamController {
   done = false;
   /** Bytes of it were written: aborting must discard the connection. */
   written = false;
+  /** Sent again on a fresh connection after a kept-alive one closed under it (once at most). */
+  resent = false;
 
   constructor(readonly request: UpstreamRequest, readonly handler: UpstreamHandler) {}
 
@@ -124,6 +129,8 @@ class Connection implements ResponseSink {
   private waitingDrain = false;
   /** Reading is paused for the downstream's backpressure. */
   private paused = false;
+  /** Requests written on this connection so far. */
+  private requests = 0;
 
   constructor(private readonly pool: Http1Pool, first: Attempt) {
     const opts = pool.options;
@@ -179,6 +186,7 @@ class Connection implements ResponseSink {
     socket.ref();
     this.parser.expect(this, method === 'HEAD');
     attempt.written = true;
+    this.requests++;
     socket.write(head, 'latin1');
     if (body !== null) this.sendBody(body, framing);
     else this.bodyDone = true;
@@ -367,12 +375,28 @@ class Connection implements ResponseSink {
   private fail(err: Error): void {
     const attempt = this.attempt;
     this.attempt = undefined;
+    const resend = attempt !== undefined && !attempt.done && this.mayResend(attempt);
     this.detachBody();
     this.destroy();
-    if (attempt && !attempt.done) {
-      attempt.done = true;
-      attempt.handler.onResponseError(attempt, err);
+    if (attempt === undefined || attempt.done) return;
+    if (resend) {
+      attempt.resent = true;
+      attempt.written = false;
+      attempt.conn = undefined;
+      this.pool.resend(attempt);
+      return;
     }
+    attempt.done = true;
+    attempt.handler.onResponseError(attempt, err);
+  }
+
+  /**
+   * A kept-alive connection the upstream closed just as a request went out on it (it had no way to
+   * know): not one byte of an answer came back. A request without a body whose method is safe
+   * (RFC 9110 §9.2.2 lets a client retry those by itself) is sent once more, on a new connection.
+   */
+  private mayResend(attempt: Attempt): boolean {
+    return !attempt.resent && this.requests > 1 && !this.parser.gotBytes && attempt.request.body === null && SAFE_METHODS.has(attempt.request.method);
   }
 
   pause(): void {
@@ -465,6 +489,17 @@ export class Http1Pool {
     }
     this.idle.push(conn);
     conn.idle();
+  }
+
+  /** Send `attempt` again on a new connection (see `Connection.mayResend`), ahead of those waiting. */
+  resend(attempt: Attempt): void {
+    if (this.closing) {
+      attempt.done = true;
+      attempt.handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
+      return;
+    }
+    if (this.all.size < this.options.connections) this.all.add(new Connection(this, attempt));
+    else this.queue.splice(this.queueHead, 0, attempt);
   }
 
   /** A connection is gone. A waiting request gets a new one in its place. */

@@ -268,6 +268,34 @@ t.test('connect timeout: CONNECT_TIMEOUT', async (t) => {
   t.equal(pool.stats.connected, 0, 'and the connection is gone');
 });
 
+t.test('a kept-alive connection closed under a request: a safe request without a body is sent once more', async (t) => {
+  // Each connection answers its first request and closes on the second without a byte, as an app
+  // does whose idle timeout fires just as the request arrives.
+  const perConnection: number[] = [];
+  const up = await rawServer(t, (s, text, index) => {
+    perConnection[index] = (perConnection[index] ?? 0) + 1;
+    if (text.includes('/close-always') || perConnection[index]! >= 2) s.destroy();
+    else s.write(text.startsWith('HEAD') ? 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n' : OK);
+  });
+  const pool = newPool(t, up.port, { connections: 1 });
+  t.equal((await send(pool, {})).status, 200, 'the first request');
+  const second = await send(pool, { path: '/again' });
+  t.equal(second.status, 200, 'a GET on the closing connection is answered');
+  t.equal(up.connections.length, 2, 'from a new connection');
+  let starts = 0;
+  t.equal((await send(pool, { method: 'HEAD' }, { onRequestStart: () => starts++ })).status, 200, 'HEAD likewise');
+  t.equal(starts, 2, 'its handler saw the request start on each connection');
+
+  const post = await send(pool, { method: 'POST' });
+  t.ok(post.error, `a POST is not sent again: its error (${post.error?.code ?? post.error?.message})`);
+  await send(pool, {});
+  const withBody = await send(pool, { method: 'GET', body: Readable.from([Buffer.from('x')]) });
+  t.ok(withBody.error, 'nor a GET with a body');
+  await send(pool, {});
+  const always = await send(pool, { path: '/close-always' });
+  t.ok(always.error, 'sent once more at most: a connection that closes again is the error');
+});
+
 t.test('interim answers, trailers, HEAD and a 204 keep the connection', async (t) => {
   const answers = [
     'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi',
