@@ -5,6 +5,7 @@
  * `kind/name: json.path: what is wrong`, and a role stopped by SIGINT/SIGTERM drains and exits 0.
  */
 import './v8-flags.js';
+import './allocator.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import YAML from 'yaml';
 import type { Logger } from 'pino';

@@ -1,0 +1,72 @@
+/**
+ * svcproxy raises glibc malloc's thresholds at start (src/allocator.ts, applied by bin/svcproxy.js
+ * before the program's modules). Observed from outside the allocator, in /proc/self/maps: under
+ * glibc's defaults a 1 MiB buffer is a mapping of its own and the `[heap]` region does not grow; once
+ * the thresholds are raised, such buffers come from the heap and it grows with them. The
+ * control is a plain Node process; then the module by itself; then the installed entry point, probed
+ * at its exit by a module preloaded with `--import` (the probe runs its allocation after svcproxy
+ * has run). On a C library other than glibc there is nothing to observe, and the test says so.
+ */
+import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import YAML from 'yaml';
+import { records } from '../helpers/harness.js';
+
+const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
+const MODULE = pathToFileURL(fileURLToPath(new URL('../../dist/allocator.js', import.meta.url))).href;
+
+/**
+ * How many MiB `[heap]` grew while 24 buffers of 1 MiB were allocated and kept. Once the thresholds
+ * are raised, free heap (at most the 8 MiB trim threshold) may serve some of them: 16 at least.
+ */
+const PROBE = `
+import { readFileSync } from 'node:fs';
+export function heapGrowth() {
+  const heap = () => {
+    const line = readFileSync('/proc/self/maps', 'utf8').split('\\n').find((l) => l.endsWith('[heap]'));
+    if (!line) return 0;
+    const [a, b] = line.split(' ')[0].split('-').map((h) => parseInt(h, 16));
+    return (b - a) / 1048576;
+  };
+  const before = heap();
+  const keep = [];
+  for (let i = 0; i < 24; i++) keep.push(Buffer.allocUnsafeSlow(1 << 20).fill(1));
+  return Math.round(heap() - before);
+}
+`;
+
+const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime;
+
+function growth(t: Test, args: string[]): number {
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, `child exited 0 (${r.stderr.trim().slice(0, 200)})`);
+  const m = /heap grew (\d+)/.exec(r.stdout);
+  t.ok(m, `the probe reported (${r.stdout.trim().slice(-120)})`);
+  return Number(m?.[1] ?? -1);
+}
+
+function probeFile(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-malloc-'));
+  const probe = path.join(dir, 'probe.mjs');
+  writeFileSync(probe, `${PROBE}\nprocess.on('exit', () => console.log('heap grew', heapGrowth()));\n`);
+  writeFileSync(
+    path.join(dir, 'config.yaml'),
+    records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } }).map((d) => YAML.stringify(d)).join('---\n'),
+  );
+  return dir;
+}
+
+t.test('glibc malloc thresholds', { skip: process.platform !== 'linux' || !glibc ? 'not a glibc process: no thresholds to raise' : false }, async (t) => {
+  const dir = probeFile();
+  const probe = pathToFileURL(path.join(dir, 'probe.mjs')).href;
+  t.equal(growth(t, ['--import', probe, '--input-type=module', '-e', '']), 0, 'control: a plain Node process maps 1 MiB buffers on their own');
+  t.ok(growth(t, ['--import', probe, '--input-type=module', '-e', `await import(${JSON.stringify(MODULE)});`]) >= 16, 'after dist/allocator.js they come from the heap');
+  const out = spawnSync(process.execPath, ['--import', probe, BIN, 'validate', '--config', path.join(dir, 'config.yaml')], { encoding: 'utf8', timeout: 60_000 });
+  t.match(out.stdout, /^valid: /m, 'svcproxy validate ran');
+  const m = /heap grew (\d+)/.exec(out.stdout);
+  t.ok(m && Number(m[1]) >= 16, `the installed entry point raised them (heap grew ${m?.[1]} MiB)`);
+});
