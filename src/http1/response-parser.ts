@@ -44,7 +44,6 @@ const enum State {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** A field value may hold HTAB, visible ASCII, SP and obs-text; nothing else (no CR, LF or NUL). */
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
 /** A chunk-size line: hex size, then optional extensions (not interpreted; RFC 9112 §7.1.1). */
 const CHUNK_SIZE = /^([0-9A-Fa-f]{1,15})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?$/;
 /** A chunk-size line (with its extensions) longer than this is refused. */
@@ -67,6 +66,9 @@ export class ResponseParser {
   keepAlive = true;
   /** The upstream's `Keep-Alive: timeout=N` in milliseconds, when it sent one. */
   keepAliveTimeoutMs: number | undefined = undefined;
+  /** Field names of the last answer by position: as received, and lower-cased. */
+  private readonly rawNames: string[] = [];
+  private readonly names: string[] = [];
   /** The last `Keep-Alive` value parsed (an upstream sends the same one on every answer). */
   private lastHint: string | undefined = undefined;
   /** Bytes that followed the last complete response in the same read (a protocol error to reuse). */
@@ -256,11 +258,23 @@ export class ResponseParser {
     if (BAD_HEAD.test(head) || hasBareCR(head)) return badHeadMessage(head);
     let eol = head.indexOf('\n');
     if (eol < 0) eol = head.length;
-    const statusLine = head.slice(0, head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol);
-    const m = STATUS_LINE.exec(statusLine);
-    if (!m) return `invalid status line ${JSON.stringify(statusLine.slice(0, 64))}`;
-    const minor = m[1]!;
-    const status = Number(m[2]);
+    const statusEnd = head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol;
+    // `HTTP/1.x NNN[ reason]`; the reason's characters were checked with the whole head.
+    const minorCode = head.charCodeAt(7);
+    if (
+      !head.startsWith('HTTP/1.', 0) ||
+      (minorCode !== 48 && minorCode !== 49) ||
+      head.charCodeAt(8) !== 32 ||
+      !isDigit(head.charCodeAt(9)) ||
+      !isDigit(head.charCodeAt(10)) ||
+      !isDigit(head.charCodeAt(11)) ||
+      (statusEnd !== 12 && head.charCodeAt(12) !== 32) ||
+      statusEnd < 12
+    ) {
+      return `invalid status line ${JSON.stringify(head.slice(0, Math.min(statusEnd, 64)))}`;
+    }
+    const minor = minorCode === 49 ? '1' : '0';
+    const status = (head.charCodeAt(9) - 48) * 100 + (head.charCodeAt(10) - 48) * 10 + (head.charCodeAt(11) - 48);
     if (status < 100) return `invalid status ${status}`;
     const headers: HeaderMap = {};
     let contentLength = -1;
@@ -268,6 +282,9 @@ export class ResponseParser {
     let connection: string | undefined;
     let keepAliveHint: string | undefined;
     let last: string | undefined;
+    let index = 0;
+    const rawNames = this.rawNames;
+    const names = this.names;
     for (let start = eol + 1; start < head.length; start = eol + 1) {
       eol = head.indexOf('\n', start);
       if (eol < 0) eol = head.length;
@@ -284,18 +301,45 @@ export class ResponseParser {
         else headers[last] = `${prior} ${value}`;
         continue;
       }
-      const colon = head.indexOf(':', start);
-      if (colon <= start || colon > lineEnd) return `invalid field line ${JSON.stringify(head.slice(start, lineEnd).slice(0, 64))}`;
-      const name = fieldName(head.slice(start, colon));
-      if (name === undefined) return `invalid field name ${JSON.stringify(head.slice(start, Math.min(colon, start + 64)))}`;
-      const value = head.slice(colon + 1, lineEnd).trim();
+      // An upstream sends the same fields in the same order on every answer: the name at this
+      // position last time is checked in place, without slicing or hashing a new string.
+      let name: string | undefined;
+      let colon: number;
+      const known = rawNames[index];
+      if (known !== undefined && head.charCodeAt(start + known.length) === 58 && head.startsWith(known, start)) {
+        name = names[index]!;
+        colon = start + known.length;
+      } else {
+        colon = head.indexOf(':', start);
+        if (colon <= start || colon > lineEnd) return `invalid field line ${JSON.stringify(head.slice(start, lineEnd).slice(0, 64))}`;
+        const raw = head.slice(start, colon);
+        name = fieldName(raw);
+        if (name === undefined) return `invalid field name ${JSON.stringify(head.slice(start, Math.min(colon, start + 64)))}`;
+        if (index < MAX_REMEMBERED_FIELDS) {
+          rawNames[index] = raw;
+          names[index] = name;
+        }
+      }
+      index++;
+      // Optional whitespace is spaces and tabs only (RFC 9110 §5.6.3): obs-text such as 0xA0 stays.
+      let from = colon + 1;
+      let to = lineEnd;
+      while (from < to && isOWS(head.charCodeAt(from))) from++;
+      while (to > from && isOWS(head.charCodeAt(to - 1))) to--;
+      const value = head.slice(from, to);
       last = name;
       switch (name) {
         case 'content-length': {
+          if (DIGITS.test(value)) {
+            const n = Number(value);
+            if (contentLength >= 0 && n !== contentLength) return 'differing content-length values';
+            contentLength = n;
+            break;
+          }
           // A list or repeats of one same length are one length (RFC 9110 §8.6); others are an error.
           for (const part of value.split(',')) {
             const v = part.trim();
-            if (!/^\d{1,15}$/.test(v)) return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
+            if (!DIGITS.test(v)) return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
             const n = Number(v);
             if (contentLength >= 0 && n !== contentLength) return 'differing content-length values';
             contentLength = n;
@@ -460,6 +504,19 @@ function fieldName(raw: string): string | undefined {
   return name;
 }
 
+const DIGITS = /^\d{1,15}$/;
+
+/** Field names remembered by position, per parser (a connection's upstream repeats its own). */
+const MAX_REMEMBERED_FIELDS = 64;
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function isOWS(c: number): boolean {
+  return c === 32 || c === 9;
+}
+
 function stripCR(line: string): string {
   return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
 }
@@ -467,6 +524,7 @@ function stripCR(line: string): string {
 /** HTTP/1.1 keeps the connection unless `close`; HTTP/1.0 only with `keep-alive` (RFC 9112 §9.3). */
 function keepAliveOf(minor: string, connection: string | undefined): boolean {
   if (connection === undefined) return minor === '1';
+  if (connection === 'keep-alive') return true;
   let keep = minor === '1';
   for (const token of connection.split(',')) {
     const t = token.trim().toLowerCase();

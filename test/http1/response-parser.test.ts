@@ -102,6 +102,7 @@ const CASES: Case[] = [
   { name: 'obs-text (latin1) kept byte for byte', wire: 'HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 0\r\n\r\n', status: 200, headers: { 'x-name': 'caf\xe9', 'content-length': '0' }, body: '', keepAlive: true },
   { name: 'bare LF line endings', wire: 'HTTP/1.1 200 OK\nContent-Length: 2\nX-A: 1\n\nok', status: 200, headers: { 'content-length': '2', 'x-a': '1' }, body: 'ok', keepAlive: true },
   { name: 'a bare-LF blank line after CRLF lines', wire: 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\nab\r\n', status: 200, body: 'ab\r\n', keepAlive: true },
+  { name: 'OWS is spaces and tabs only: obs-text 0xA0 at the ends is kept', wire: 'HTTP/1.1 200 OK\r\nX-A: \t\xa0v\xa0 \t\r\nContent-Length: 0\r\n\r\n', status: 200, headers: { 'x-a': '\xa0v\xa0', 'content-length': '0' }, body: '', keepAlive: true },
   { name: 'a field named __proto__ is dropped', wire: 'HTTP/1.1 200 OK\r\n__proto__: x\r\nContent-Length: 0\r\n\r\n', status: 200, headers: { 'content-length': '0' }, body: '', keepAlive: true },
   { name: 'bytes after the answer are counted', wire: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA', status: 200, body: 'ok', keepAlive: true, trailingBytes: 5 },
   { name: 'bytes after a bodiless answer are counted', wire: 'HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\n', status: 204, body: '', keepAlive: true, trailingBytes: 17 },
@@ -141,6 +142,11 @@ const BAD: [string, string, RegExp][] = [
   ['HTTP/2 status line', 'HTTP/2 200\r\n\r\n', /invalid status line/],
   ['a two-digit status', 'HTTP/1.1 20 OK\r\n\r\n', /invalid status line/],
   ['a status below 100', 'HTTP/1.1 099 Hm\r\n\r\n', /invalid status/],
+  ['a four-digit status', 'HTTP/1.1 2000 OK\r\n\r\n', /invalid status line/],
+  ['two spaces before the status', 'HTTP/1.1  200 OK\r\n\r\n', /invalid status line/],
+  ['no space after the status', 'HTTP/1.1 200OK\r\n\r\n', /invalid status line/],
+  ['HTTP/1.10', 'HTTP/1.10 200 OK\r\n\r\n', /invalid status line/],
+  ['a status line cut short', 'HTTP/1.1 20\r\nContent-Length: 0\r\n\r\n', /invalid status line/],
   ['a control character in the reason', 'HTTP/1.1 200 O\x01K\r\n\r\n', /invalid status line/],
   ['both length and chunked', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n', /both content-length and transfer-encoding/],
   ['differing lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n', /differing content-length/],
@@ -209,6 +215,31 @@ t.test('one parser, several answers in turn (a kept-alive connection)', async (t
   parser.expect(sink, false);
   t.equal(parser.execute(b('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n')), undefined);
   t.same(seen, ['head 200', 'body a', 'end', 'head 200', 'end', 'head 200', 'body b', 'end']);
+});
+
+t.test('names remembered by position: a changed order, a longer name, a new field', async (t) => {
+  const parser = new ResponseParser(1024);
+  const heads: HeaderMap[] = [];
+  const sink: ResponseSink = { onHead: (_s, h) => heads.push(h), onBody: () => undefined, onComplete: () => undefined };
+  const answers = [
+    'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nX-A: 2\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX-AB: 3\r\ncontent-type: c/d\r\nContent-Length: 0\r\nX-New: n\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX-AB 4\r\n\r\n',
+  ];
+  for (const a of answers.slice(0, 4)) {
+    parser.expect(sink, false);
+    t.equal(parser.execute(Buffer.from(a, 'latin1')), undefined);
+  }
+  t.same(heads, [
+    { 'x-a': '1', 'content-type': 'text/plain', 'content-length': '0' },
+    { 'x-a': '1', 'content-type': 'text/plain', 'content-length': '0' },
+    { 'content-type': 'a/b', 'x-a': '2', 'content-length': '0' },
+    { 'x-ab': '3', 'content-type': 'c/d', 'content-length': '0', 'x-new': 'n' },
+  ]);
+  parser.expect(sink, false);
+  t.match(parser.execute(Buffer.from(answers[4]!, 'latin1'))?.message ?? '', /invalid field line/, 'a remembered name without its colon is no match');
 });
 
 t.test('an abandoned answer delivers nothing more', async (t) => {
