@@ -32,9 +32,7 @@ function raiseMallocThresholds(): void {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as (() => void) | undefined;
   v8.setFlagsFromString('--no-expose-gc');
-  let block: Buffer | undefined = Buffer.allocUnsafeSlow(MMAP_THRESHOLD_BYTES);
-  block[0] = 0;
-  block = undefined;
+  Buffer.allocUnsafeSlow(MMAP_THRESHOLD_BYTES);
   gc?.();
 }
 

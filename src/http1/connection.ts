@@ -59,7 +59,6 @@ function tcpConnect(host: string, port: number): net.Socket {
 const KEEP_ALIVE_MARGIN_MS = 1000;
 /** Methods a client may send again by itself when a connection fails under them (RFC 9110 §9.2.2). */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-const EMPTY_TRAILERS: HeaderMap = Object.freeze({}) as HeaderMap;
 
 function ignore(): void {}
 
@@ -122,7 +121,7 @@ export class Attempt implements UpstreamController {
 }
 
 export class Connection implements ResponseSink {
-  readonly socket: net.Socket;
+  private readonly socket: net.Socket;
   private readonly parser: ResponseParser;
   private attempt: Attempt | undefined = undefined;
   private connected = false;
@@ -316,7 +315,7 @@ export class Connection implements ResponseSink {
         this.socket.setTimeout(ms);
       }
     }
-    attempt.handler.onResponseEnd(attempt, trailers ?? EMPTY_TRAILERS);
+    attempt.handler.onResponseEnd(attempt, trailers);
     if (!reusable) this.destroy();
     // An answer before the whole body was sent: the upstream will not read the rest (Envoy resets
     // the upstream connection here too).

@@ -73,8 +73,6 @@ export class ResponseParser {
   private lastHint: string | undefined = undefined;
   /** Bytes that followed the last complete response in the same read (a protocol error to reuse). */
   trailingBytes = 0;
-  /** A response head arrived for the current request. */
-  gotHead = false;
   /** Any byte arrived for the current request. */
   gotBytes = false;
 
@@ -88,7 +86,6 @@ export class ResponseParser {
     this.pending = undefined;
     this.headBytes = 0;
     this.trailingBytes = 0;
-    this.gotHead = false;
     this.gotBytes = false;
     this.keepAlive = true;
   }
@@ -96,11 +93,6 @@ export class ResponseParser {
   /** Whether a response is in progress (a request was sent and its answer has not completed). */
   get busy(): boolean {
     return this.state !== State.Idle && this.state !== State.Dead;
-  }
-
-  /** Whether the body runs to the connection's end. */
-  get untilClose(): boolean {
-    return this.state === State.UntilClose;
   }
 
   /** Feed bytes read from the connection. Returns the error that killed the parser, if any. */
@@ -391,7 +383,6 @@ export class ResponseParser {
       next = State.UntilClose;
       this.keepAlive = false;
     }
-    this.gotHead = true;
     this.state = next;
     this.sink!.onHead(status, headers);
     return undefined;
