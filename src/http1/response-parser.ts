@@ -71,6 +71,7 @@ export class ResponseParser {
   private readonly names: string[] = [];
   /** The last `Keep-Alive` value parsed (an upstream sends the same one on every answer). */
   private lastHint: string | undefined = undefined;
+  private lastHintMs: number | undefined = undefined;
   /** Bytes that followed the last complete response in the same read (a protocol error to reuse). */
   trailingBytes = 0;
   /** Any byte arrived for the current request. */
@@ -363,9 +364,12 @@ export class ResponseParser {
     }
     this.keepAlive = keepAliveOf(minor, connection);
     if (keepAliveHint === undefined) this.keepAliveTimeoutMs = undefined;
-    else if (keepAliveHint !== this.lastHint) {
-      this.lastHint = keepAliveHint;
-      this.keepAliveTimeoutMs = keepAliveTimeout(keepAliveHint);
+    else {
+      if (keepAliveHint !== this.lastHint) {
+        this.lastHint = keepAliveHint;
+        this.lastHintMs = keepAliveTimeout(keepAliveHint);
+      }
+      this.keepAliveTimeoutMs = this.lastHintMs;
     }
     let next: State;
     if (this.noBody || status === 204 || status === 304) {

@@ -242,6 +242,18 @@ t.test('names remembered by position: a changed order, a longer name, a new fiel
   t.match(parser.execute(Buffer.from(answers[4]!, 'latin1'))?.message ?? '', /invalid field line/, 'a remembered name without its colon is no match');
 });
 
+t.test('the keep-alive hint of each answer, also when one in between had none', async (t) => {
+  const parser = new ResponseParser(1024);
+  const sink: ResponseSink = { onHead: () => undefined, onBody: () => undefined, onComplete: () => undefined };
+  const hints: (number | undefined)[] = [];
+  for (const hint of ['Keep-Alive: timeout=5\r\n', '', 'Keep-Alive: timeout=5\r\n', 'Keep-Alive: timeout=9\r\n']) {
+    parser.expect(sink, false);
+    t.equal(parser.execute(Buffer.from(`HTTP/1.1 200 OK\r\n${hint}Content-Length: 0\r\n\r\n`)), undefined);
+    hints.push(parser.keepAliveTimeoutMs);
+  }
+  t.same(hints, [5000, undefined, 5000, 9000]);
+});
+
 t.test('an abandoned answer delivers nothing more', async (t) => {
   const parser = new ResponseParser(1024);
   const seen: string[] = [];
