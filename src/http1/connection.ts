@@ -316,10 +316,9 @@ export class Connection implements ResponseSink {
       }
     }
     attempt.handler.onResponseEnd(attempt, trailers);
-    if (!reusable) this.destroy();
     // An answer before the whole body was sent: the upstream will not read the rest (Envoy resets
     // the upstream connection here too).
-    else if (!this.bodyDone) this.destroy();
+    if (!reusable || !this.bodyDone) this.destroy();
     else if (!this.closed) this.pool.release(this);
   }
 

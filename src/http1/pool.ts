@@ -51,11 +51,7 @@ export class Http1Pool implements ConnectionOwner {
 
   dispatch(request: UpstreamRequest, handler: UpstreamHandler): void {
     const attempt = new Attempt(request, handler);
-    if (this.closing) {
-      attempt.done = true;
-      handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
-      return;
-    }
+    if (this.closing) return refuse(attempt);
     const conn = this.idle.pop();
     if (conn !== undefined) {
       // Not started: aborted at its start or refused before a byte was written; still idle.
@@ -78,14 +74,7 @@ export class Http1Pool implements ConnectionOwner {
       conn.destroy();
       return;
     }
-    while (this.queueHead < this.queue.length) {
-      const next = this.queue[this.queueHead]!;
-      this.queue[this.queueHead++] = undefined as unknown as Attempt;
-      if (this.queueHead === this.queue.length) {
-        this.queue = [];
-        this.queueHead = 0;
-      }
-      if (next.done) continue;
+    for (let next = this.takeQueued(); next !== undefined; next = this.takeQueued()) {
       if (conn.start(next)) return;
     }
     this.idle.push(conn);
@@ -94,11 +83,7 @@ export class Http1Pool implements ConnectionOwner {
 
   /** Send `attempt` again on a new connection (see `Connection.mayResend`), ahead of those waiting. */
   resend(attempt: Attempt): void {
-    if (this.closing) {
-      attempt.done = true;
-      attempt.handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
-      return;
-    }
+    if (this.closing) return refuse(attempt);
     if (this.all.size < this.options.connections) this.all.add(new Connection(this, attempt));
     else this.queue.splice(this.queueHead, 0, attempt);
   }
@@ -112,16 +97,25 @@ export class Http1Pool implements ConnectionOwner {
       if (this.all.size === 0) for (const w of this.closedWaiters.splice(0)) w();
       return;
     }
-    while (this.queueHead < this.queue.length && this.all.size < this.options.connections) {
-      const next = this.queue[this.queueHead]!;
-      this.queue[this.queueHead++] = undefined as unknown as Attempt;
-      if (next.done) continue;
+    while (this.all.size < this.options.connections) {
+      const next = this.takeQueued();
+      if (next === undefined) break;
       this.all.add(new Connection(this, next));
     }
-    if (this.queueHead === this.queue.length) {
-      this.queue = [];
-      this.queueHead = 0;
+  }
+
+  /** The first waiting request not aborted meanwhile, taken off the queue. */
+  private takeQueued(): Attempt | undefined {
+    while (this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead]!;
+      this.queue[this.queueHead++] = undefined as unknown as Attempt;
+      if (this.queueHead === this.queue.length) {
+        this.queue = [];
+        this.queueHead = 0;
+      }
+      if (!next.done) return next;
     }
+    return undefined;
   }
 
   /** Finish the requests in flight, then close every connection; waiting requests fail. */
@@ -145,12 +139,14 @@ export class Http1Pool implements ConnectionOwner {
     const queued = this.queue.slice(this.queueHead);
     this.queue = [];
     this.queueHead = 0;
-    for (const attempt of queued) {
-      if (attempt.done) continue;
-      attempt.done = true;
-      attempt.handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
-    }
+    for (const attempt of queued) if (!attempt.done) refuse(attempt);
   }
+}
+
+/** Fail a request the closing pool will not send. */
+function refuse(attempt: Attempt): void {
+  attempt.done = true;
+  attempt.handler.onResponseError(attempt, new UpstreamClosedError('the upstream pool is closed'));
 }
 
 export type { HeaderMap, PoolOptions, UpstreamHandler, UpstreamRequest };
