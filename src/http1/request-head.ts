@@ -5,7 +5,7 @@
  * before a byte is written, so nothing a filter or a client put in a header can split the request.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import { BAD_VALUE, TOKEN } from './response-parser.js';
+import { BAD_VALUE, TOKEN, contentLengthValue } from './response-parser.js';
 
 export class UpstreamRequestError extends Error {
   override name = 'UpstreamRequestError';
@@ -67,14 +67,9 @@ function field(name: string, value: string): string {
 function framingOf(method: string, contentLength: OutgoingHttpHeaders[string], hasBody: boolean): BodyFraming {
   if (contentLength === undefined) return hasBody ? CHUNKED : NONE;
   const text = Array.isArray(contentLength) ? contentLength.join(',') : String(contentLength);
-  let length = -1;
-  for (const part of text.split(',')) {
-    const v = part.trim();
-    if (!/^\d{1,15}$/.test(v)) throw new UpstreamRequestError(`invalid content-length ${JSON.stringify(text.slice(0, 32))}`);
-    const n = Number(v);
-    if (length >= 0 && n !== length) throw new UpstreamRequestError('differing content-length values');
-    length = n;
-  }
+  const length = contentLengthValue(text);
+  if (length === 'invalid') throw new UpstreamRequestError(`invalid content-length ${JSON.stringify(text.slice(0, 32))}`);
+  if (length === 'differing') throw new UpstreamRequestError('differing content-length values');
   if (!hasBody) {
     if (length !== 0) throw new UpstreamRequestError(`content-length ${length} for a request without a body`);
     return PAYLOAD_METHODS.has(method) ? NONE : { kind: 'length', length: 0 };

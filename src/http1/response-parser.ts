@@ -323,20 +323,10 @@ export class ResponseParser {
       last = name;
       switch (name) {
         case 'content-length': {
-          if (DIGITS.test(value)) {
-            const n = Number(value);
-            if (contentLength >= 0 && n !== contentLength) return 'differing content-length values';
-            contentLength = n;
-            break;
-          }
-          // A list or repeats of one same length are one length (RFC 9110 §8.6); others are an error.
-          for (const part of value.split(',')) {
-            const v = part.trim();
-            if (!DIGITS.test(v)) return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
-            const n = Number(v);
-            if (contentLength >= 0 && n !== contentLength) return 'differing content-length values';
-            contentLength = n;
-          }
+          const n = contentLengthValue(value);
+          if (n === 'invalid') return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
+          if (n === 'differing' || (contentLength >= 0 && n !== contentLength)) return 'differing content-length values';
+          contentLength = n;
           break;
         }
         case 'transfer-encoding':
@@ -500,6 +490,23 @@ function fieldName(raw: string): string | undefined {
 }
 
 const DIGITS = /^\d{1,15}$/;
+
+/**
+ * The length a `Content-Length` value gives: a list or repeats of one same length are one length
+ * (RFC 9110 §8.6); anything else is invalid, and different lengths are an error of their own.
+ */
+export function contentLengthValue(value: string): number | 'invalid' | 'differing' {
+  if (DIGITS.test(value)) return Number(value);
+  let length = -1;
+  for (const part of value.split(',')) {
+    const v = part.trim();
+    if (!DIGITS.test(v)) return 'invalid';
+    const n = Number(v);
+    if (length >= 0 && n !== length) return 'differing';
+    length = n;
+  }
+  return length;
+}
 
 /** Field names remembered by position, per parser (a connection's upstream repeats its own). */
 const MAX_REMEMBERED_FIELDS = 64;
