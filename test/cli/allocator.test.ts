@@ -13,8 +13,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import YAML from 'yaml';
-import { records } from '../helpers/harness.js';
+import { records, yamlDocuments } from '../helpers/harness.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const MODULE = pathToFileURL(fileURLToPath(new URL('../../dist/allocator.js', import.meta.url))).href;
@@ -60,7 +59,7 @@ function probeFile(): string {
   writeFileSync(probe, `${PROBE}\nprocess.on('exit', () => console.log('mapped', mappedGrowth()));\n`);
   writeFileSync(
     path.join(dir, 'config.yaml'),
-    records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } }).map((d) => YAML.stringify(d)).join('---\n'),
+    yamlDocuments(records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } })),
   );
   return dir;
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
-import { ALIAS, records } from '../helpers/harness.js';
+import { ALIAS, records, yamlDocuments } from '../helpers/harness.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 
@@ -21,7 +21,7 @@ function run(args: string[], env: Record<string, string> = {}): { code: number; 
 function configFile(docs: unknown[]): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-cli-'));
   const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, docs.map((d) => YAML.stringify(d)).join('---\n'));
+  writeFileSync(file, yamlDocuments(docs));
   return file;
 }
 

@@ -14,8 +14,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import YAML from 'yaml';
-import { records } from '../helpers/harness.js';
+import { records, yamlDocuments } from '../helpers/harness.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const CLI = pathToFileURL(fileURLToPath(new URL('../../dist/cli.js', import.meta.url))).href;
@@ -37,7 +36,7 @@ function traced(args: string[]): string {
 function configFile(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-v8-'));
   const file = path.join(dir, 'config.yaml');
-  writeFileSync(file, records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } }).map((d) => YAML.stringify(d)).join('---\n'));
+  writeFileSync(file, yamlDocuments(records({ replicas: { 'aws-us-east-2': ['127.0.0.1:9'] } })));
   return file;
 }
 

@@ -13,8 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
-import { ALIAS, records, startHttpServer, type TapLike } from '../helpers/harness.js';
+import { ALIAS, records, startHttpServer, type TapLike, yamlDocuments } from '../helpers/harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import { eventually, send, sleep } from '../faults/fixtures.js';
 
@@ -41,7 +40,7 @@ function configDir(t: TapLike, docs: unknown[]): string {
 /** Replace the config file atomically (rename), as a config manager does. */
 function writeConfig(dir: string, docs: unknown[], name = 'config.yaml'): void {
   const tmp = path.join(dir, `.${name}.tmp`);
-  writeFileSync(tmp, docs.map((d) => YAML.stringify(d)).join('---\n'));
+  writeFileSync(tmp, yamlDocuments(docs));
   renameSync(tmp, path.join(dir, name));
 }
 

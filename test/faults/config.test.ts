@@ -10,8 +10,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
-import { ALIAS, records, startHttpServer, echoHandler, startPlane } from '../helpers/harness.js';
+import { ALIAS, records, startHttpServer, echoHandler, startPlane, yamlDocuments } from '../helpers/harness.js';
 import { Load, eventually, send, sleep, tally } from './fixtures.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
@@ -21,7 +20,7 @@ t.test('garbage over the config during load: nothing fails, the last good config
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-faults-config-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'config.yaml');
-  const good = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } }).map((d) => YAML.stringify(d)).join('---\n');
+  const good = yamlDocuments(records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } }));
   writeFileSync(file, good);
   const plane = await startPlane(t, undefined, { configPaths: [dir], watch: true });
   await plane.ready();

@@ -14,8 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
-import { ALIAS, records, startHttpServer } from '../helpers/harness.js';
+import { ALIAS, records, startHttpServer, yamlDocuments } from '../helpers/harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import { eventually, send, sleep, type SendResult } from './fixtures.js';
 
@@ -35,7 +34,7 @@ t.test('SIGTERM under load: in-flight requests finish, new connections are refus
     replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] },
     workloadSpec: { defaultOptions: { timeoutSeconds: 30 }, rolloutOptions: { terminationGracePeriodSeconds: 2 } },
   });
-  writeFileSync(path.join(dir, 'config.yaml'), recs.map((d) => YAML.stringify(d)).join('---\n'));
+  writeFileSync(path.join(dir, 'config.yaml'), yamlDocuments(recs));
 
   // Logs are buffered (4 KiB) while the process runs, so the ports are chosen here, not read back.
   const port = await freePort();

@@ -7,13 +7,12 @@ import t from 'tap';
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, waitFor } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, waitFor, yamlDocuments } from '../helpers/harness.js';
 
 function writeYaml(file: string, docs: unknown[]): void {
   // Replace by rename, as editors and config managers do.
   const tmp = `${file}.tmp`;
-  writeFileSync(tmp, docs.map((d) => YAML.stringify(d)).join('---\n'));
+  writeFileSync(tmp, yamlDocuments(docs));
   renameSync(tmp, file);
 }
 
