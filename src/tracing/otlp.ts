@@ -20,6 +20,7 @@ import { systemClock, type Clock } from '../deps.js';
 import { ProtoWriter as Writer } from '../grpc/proto-writer.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
 import type { ExporterSpec } from './config.js';
+import { LeanSpan } from './span.js';
 
 export const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 
@@ -53,6 +54,16 @@ function attributes(w: Writer, field: number, attrs: Attributes): void {
   }
 }
 
+/** The same from a `LeanSpan`'s parallel lists. */
+function attributeLists(w: Writer, field: number, keys: readonly string[], values: readonly AttributeValue[]): void {
+  for (let i = 0; i < keys.length; i++) {
+    const start = w.begin(field);
+    w.string(1, keys[i]!);
+    anyValue(w, 2, values[i]);
+    w.end(start);
+  }
+}
+
 /** OTel JS SpanKind (INTERNAL 0 …) → OTLP (UNSPECIFIED 0, INTERNAL 1 …). */
 const kindOf = (k: number): number => k + 1;
 
@@ -69,7 +80,8 @@ function span(w: Writer, field: number, s: ReadableSpan): void {
   w.uint(6, kindOf(s.kind));
   w.time(7, s.startTime);
   w.time(8, s.endTime);
-  attributes(w, 9, s.attributes);
+  if (s instanceof LeanSpan) attributeLists(w, 9, s.attributeKeys, s.attributeValues);
+  else attributes(w, 9, s.attributes);
   if (s.droppedAttributesCount) {
     w.uint(10, s.droppedAttributesCount);
   }

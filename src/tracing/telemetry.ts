@@ -399,7 +399,7 @@ export class Telemetry implements RequestTelemetry {
       spanId: sc.spanId,
       sampled: (sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
       debug: st.debug,
-      ...(sc.traceState ? { traceState: sc.traceState.serialize() } : {}),
+      traceState: sc.traceState?.serialize(),
     }, st.format);
     if (!span.isRecording()) return;
     // The workload's attributes and custom tags are on the server span, the parent of this one.

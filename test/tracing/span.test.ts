@@ -10,7 +10,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Tracer 
 import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { LeanTracer } from '../../src/tracing/span.js';
+import { LeanSpan, LeanTracer } from '../../src/tracing/span.js';
 import { samplerFor } from '../../src/tracing/tracer.js';
 
 const resource = resourceFromAttributes({ 'service.name': 'x' });
@@ -39,6 +39,7 @@ t.test('the same spans as the SDK for the same calls', async (t) => {
     server.setAttribute('server.port', 8080);
     server.setAttribute('ignored', undefined as unknown as string);
     server.setAttributes({ a: true, list: ['p', 'q'] });
+    server.setAttribute('url.path', '/x/again'); // set again: the new value, in the key's first place
     server.setStatus({ code: SpanStatusCode.UNSET });
     server.setStatus({ code: SpanStatusCode.OK, message: 'dropped with OK' });
     server.setStatus({ code: SpanStatusCode.ERROR, message: 'OK is final' });
@@ -56,6 +57,8 @@ t.test('the same spans as the SDK for the same calls', async (t) => {
   for (const [client, server] of [a, b]) t.equal(client!.parentSpanContext?.spanId, server!.spanContext().spanId, 'the client span is the server span\'s child');
   t.equal(a[1]!.parentSpanContext?.spanId, 'b'.repeat(16), 'the remote parent');
   t.equal(a[0]!.droppedAttributesCount, 12, 'attributes beyond 128 dropped');
+  const leanServer = a[1] as LeanSpan;
+  t.same(leanServer.attributeKeys, Object.keys(leanServer.attributes), 'each key once, in the order first set (what the OTLP encoder writes)');
 });
 
 t.test('sampling: the same decisions as the SDK, and non-recording spans that carry a context', async (t) => {
