@@ -33,7 +33,7 @@ type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]
 
-  --rounds N            rounds per table (median reported; at least 3)        default 3
+  --rounds N            rounds per table (median reported; at least 3)        default 5
   --duration S          measured seconds per row and round (HTTP table, profiles) default 5
   --short-duration S    … for the other tables (1 MiB, h2, gRPC, WebSocket, 10k)  default 3
   --warmup S            warm-up seconds before each measured run                default 1
@@ -59,7 +59,7 @@ const HELP = `npm run bench -- [options]
 
 const { values: flags } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '5' },
     'short-duration': { type: 'string', default: '3' },
     warmup: { type: 'string', default: '1' },
