@@ -5,13 +5,15 @@
  * reloads. Bounded: an injected-clock timer aborts the call (headers and body) after the tag's
  * timeout, and answers above 1 MiB are refused. Transport failures resolve as error results; only
  * the caller decides what a status means (decision.ts). Nothing throws.
+ * undici is loaded when the first such client is made (src/undici.ts).
  */
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Pool, buildConnector } from 'undici';
+import type { Pool } from 'undici';
 import type { Clock } from '../deps.js';
+import { loadUndici } from '../undici.js';
 
 export type HttpCallResult =
   | { readonly ok: true; readonly status: number; readonly headers: Record<string, string | string[] | undefined>; readonly body: Buffer }
@@ -34,7 +36,10 @@ export interface HttpAuthClientOptions {
 export const MAX_RESPONSE_BYTES = 1 << 20;
 
 export class HttpAuthClient {
-  private readonly pool: Pool;
+  /** The pool, once undici is loaded; `poolReady` settles then. */
+  private pool: Pool | undefined;
+  private readonly poolReady: Promise<Pool>;
+  private closed = false;
   /**
    * The TLS server name of every request: the service's address, never the Host header the check
    * carries (undici would take SNI from it, and reconnect whenever it changes).
@@ -45,14 +50,21 @@ export class HttpAuthClient {
   constructor(private readonly opts: HttpAuthClientOptions) {
     this.origin = new URL(opts.origin);
     this.servername = this.origin.hostname.replace(/^\[|\]$/g, '');
-    const connector = buildConnector(opts.ca !== undefined ? { ca: opts.ca } : {});
-    this.pool = new Pool(opts.origin, {
-      connections: 128,
-      pipelining: 1,
-      // An IP address is not a server name (RFC 6066): no SNI, and the certificate is checked for the IP.
-      connect: (options, callback) => connector({ ...options, servername: isIP(options.servername ?? '') ? undefined : options.servername }, callback),
+    this.poolReady = loadUndici().then(({ Pool, buildConnector }) => {
+      const connector = buildConnector(opts.ca !== undefined ? { ca: opts.ca } : {});
+      const pool = new Pool(opts.origin, {
+        connections: 128,
+        pipelining: 1,
+        // An IP address is not a server name (RFC 6066): no SNI, and the certificate is checked for the IP.
+        connect: (options, callback) => connector({ ...options, servername: isIP(options.servername ?? '') ? undefined : options.servername }, callback),
+      });
+      pool.on('connectionError', () => undefined);
+      if (this.closed) void pool.close();
+      this.pool = pool;
+      return pool;
     });
-    this.pool.on('connectionError', () => undefined);
+    // A failed import is each check's error result (fail-open or closed), never an unhandled rejection.
+    this.poolReady.catch(() => undefined);
   }
 
   async check(request: HttpAuthRequest, timeoutMs: number, clock: Clock): Promise<HttpCallResult> {
@@ -64,7 +76,8 @@ export class HttpAuthClient {
       abort.abort(new Error('timeout'));
     }, timeoutMs);
     try {
-      const res = await this.pool.request({
+      const pool = this.pool ?? (await this.poolReady);
+      const res = await pool.request({
         method: request.method as 'GET',
         path: request.path,
         headers: request.headers,
@@ -152,6 +165,7 @@ export class HttpAuthClient {
   }
 
   close(): Promise<void> {
-    return this.pool.close();
+    this.closed = true;
+    return this.pool ? this.pool.close() : Promise.resolve();
   }
 }

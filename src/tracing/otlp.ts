@@ -15,11 +15,12 @@
  */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Attributes, AttributeValue } from '@opentelemetry/api';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { systemClock, type Clock } from '../deps.js';
 import { ProtoWriter as Writer } from '../grpc/proto-writer.js';
 import { Status, UnaryChannel } from '../grpc/unary.js';
 import type { ExporterSpec } from './config.js';
+import { loadUndici } from '../undici.js';
 import { LeanSpan } from './span.js';
 
 export const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
@@ -194,7 +195,8 @@ type Attempt = { ok: true } | { ok: false; retry: boolean; afterMs?: number; err
 
 export class OtlpExporter implements SpanSink {
   private readonly channel: UnaryChannel | undefined;
-  private readonly agent: Agent | undefined;
+  /** OTLP/HTTP: undici's request and an agent, once undici is loaded (src/undici.ts). */
+  private readonly http: Promise<{ request: typeof import('undici').request; agent: Agent }> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
 
@@ -215,7 +217,9 @@ export class OtlpExporter implements SpanSink {
         ...(spec.authorization ? { metadata: [['authorization', spec.authorization]] as const } : {}),
       });
     } else {
-      this.agent = new Agent({ connections: 2, keepAliveTimeout: 30_000 });
+      this.http = loadUndici().then(({ Agent, request }) => ({ request, agent: new Agent({ connections: 2, keepAliveTimeout: 30_000 }) }));
+      // A failed import fails each export (counted and logged by the batch), never goes unhandled.
+      this.http.catch(() => undefined);
     }
   }
 
@@ -252,11 +256,12 @@ export class OtlpExporter implements SpanSink {
       return { ok: false, retry: RETRYABLE_GRPC.has(r.code), error: `OTLP/gRPC export failed: ${r.message} (gRPC status ${r.code})` };
     }
     try {
+      const { request, agent } = await this.http!;
       const res = await request(this.spec.url, {
         method: 'POST',
         body,
         headers: { 'content-type': 'application/x-protobuf', ...(this.spec.authorization ? { authorization: this.spec.authorization } : {}) },
-        dispatcher: this.agent!,
+        dispatcher: agent,
         headersTimeout: Math.max(1, timeoutMs),
         bodyTimeout: Math.max(1, timeoutMs),
       });
@@ -278,6 +283,6 @@ export class OtlpExporter implements SpanSink {
     this.stopped = true;
     await Promise.all([...this.inFlight]);
     this.channel?.close();
-    await this.agent?.close();
+    if (this.http) await this.http.then(({ agent }) => agent.close(), () => undefined);
   }
 }
