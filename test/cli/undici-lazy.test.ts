@@ -7,17 +7,16 @@
  * configuration asks for HTTP-mode ext_authz — after answering requests either way.
  */
 import t, { type Test as Tap } from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { records, startHttpServer, yamlDocuments } from '../helpers/harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
-import { eventually, send } from '../faults/fixtures.js';
+import { send } from '../faults/fixtures.js';
+import { startProxyProcess } from '../helpers/proxy-process.js';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
-const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const LOCATION = 'aws-us-east-2';
 
 function sources(dir: string): string[] {
@@ -51,30 +50,18 @@ async function undiciLoaded(t: Tap, tags: Record<string, string>): Promise<{ ans
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(path.join(dir, 'probe.mjs'), PROBE);
   writeFileSync(path.join(dir, 'config.yaml'), yamlDocuments(records({ replicas: { [LOCATION]: [`127.0.0.1:${app.port}`] }, tags })));
-  const port = await freePort();
-  const adminPort = await freePort();
-  const child = spawn(process.execPath, [
-    '--import', pathToFileURL(path.join(dir, 'probe.mjs')).href, BIN,
-    'sidecar', '--config', dir, '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0',
-    '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`, '--log-level', 'warn',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  const proxy = await startProxyProcess(t, ['sidecar', '--config', dir, '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0'], {
+    nodeArgs: ['--import', pathToFileURL(path.join(dir, 'probe.mjs')).href],
+    extraArgs: ['--log-level', 'warn'],
   });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = async (): Promise<boolean> => (await fetch(`http://127.0.0.1:${adminPort}/ready`).catch(() => undefined))?.status === 200;
-  if (!(await eventually(ready, 20_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
   const answers: (number | string)[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = await send(port, 'localhost', '/', { note: (_res, body) => body });
+    const r = await send(proxy.port, 'localhost', '/', { note: (_res, body) => body });
     answers.push(r.outcome === 200 ? r.note! : r.outcome);
   }
-  child.kill('SIGTERM');
-  t.equal(await exited, 0, 'the sidecar exited 0 on SIGTERM');
-  return { answers, loaded: /undici loaded: (\w+)/.exec(out)?.[1] };
+  proxy.child.kill('SIGTERM');
+  t.equal(await proxy.exited, 0, 'the sidecar exited 0 on SIGTERM');
+  return { answers, loaded: /undici loaded: (\w+)/.exec(proxy.output())?.[1] };
 }
 
 t.test('an untagged sidecar serves without loading undici', async (t) => {

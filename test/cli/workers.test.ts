@@ -7,28 +7,18 @@
  * every worker and exits 0, a port in use exits 1 with the single-process message.
  */
 import t from 'tap';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ALIAS, records, startHttpServer, type TapLike, yamlDocuments } from '../helpers/harness.js';
+import { BIN, startProxyProcess, type ProxyProcess } from '../helpers/proxy-process.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import { eventually, send, sleep } from '../faults/fixtures.js';
 
-const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const HOST = `api-${ALIAS}.app.localhost`;
 const LOCATION = 'aws-us-east-2';
-
-interface Started {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly admin: string;
-  /** Everything the primary and its workers printed so far (logs are flushed in 4 KiB batches and at exit). */
-  output(): string;
-  readonly exited: Promise<number | null>;
-}
 
 function configDir(t: TapLike, docs: unknown[]): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-workers-'));
@@ -44,25 +34,9 @@ function writeConfig(dir: string, docs: unknown[], name = 'config.yaml'): void {
   renameSync(tmp, path.join(dir, name));
 }
 
-async function start(t: TapLike, args: string[], env: Record<string, string> = {}): Promise<Started> {
-  // Logs are buffered while the process runs, so the ports are chosen here, not read back.
-  const port = await freePort();
-  const adminPort = await freePort();
-  const child = spawn(process.execPath, [BIN, ...args, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`, '--log-level', 'info', '--max-event-loop-delay', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const admin = `http://127.0.0.1:${adminPort}`;
-  const ready = async (): Promise<boolean> => (await fetch(`${admin}/ready`).catch(() => undefined))?.status === 200;
-  if (!(await eventually(ready, 20_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
-  return { child, port, admin, output: () => out, exited };
+/** The process with info logs and no event-loop-delay shedding (a busy test machine must not shed). */
+function start(t: TapLike, args: string[], env: Record<string, string> = {}): Promise<ProxyProcess> {
+  return startProxyProcess(t, args, { env, extraArgs: ['--log-level', 'info', '--max-event-loop-delay', '0'] });
 }
 
 function sidecarArgs(dir: string, appPort: number): string[] {

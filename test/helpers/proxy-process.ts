@@ -1,0 +1,50 @@
+/**
+ * The installed entry point (bin/svcproxy.js) as a child process on free ports, started and waited
+ * for until its admin `/ready` answers 200: for tests that need a whole process (cluster workers,
+ * what a process loads).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { TapLike } from './harness.js';
+import { freePort } from '../fixtures/ratelimit/servers.js';
+import { eventually } from '../faults/fixtures.js';
+
+export const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
+
+export interface ProxyProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly admin: string;
+  /** Everything the process (and its workers) printed so far (logs are flushed in 4 KiB batches and at exit). */
+  output(): string;
+  readonly exited: Promise<number | null>;
+}
+
+export interface ProxyProcessOptions {
+  /** Node's own flags, before the entry point (`--import`, …). */
+  readonly nodeArgs?: readonly string[];
+  readonly env?: Record<string, string>;
+  /** Flags after the command's own (`--log-level` …). */
+  readonly extraArgs?: readonly string[];
+}
+
+export async function startProxyProcess(t: TapLike, args: readonly string[], opts: ProxyProcessOptions = {}): Promise<ProxyProcess> {
+  // Logs are buffered while the process runs, so the ports are chosen here, not read back.
+  const port = await freePort();
+  const adminPort = await freePort();
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, ...args, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`, ...(opts.extraArgs ?? [])], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...opts.env },
+  });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const admin = `http://127.0.0.1:${adminPort}`;
+  const ready = async (): Promise<boolean> => (await fetch(`${admin}/ready`).catch(() => undefined))?.status === 200;
+  if (!(await eventually(ready, 20_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
+  return { child, port, admin, output: () => out, exited };
+}
