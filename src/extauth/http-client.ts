@@ -36,10 +36,8 @@ export interface HttpAuthClientOptions {
 export const MAX_RESPONSE_BYTES = 1 << 20;
 
 export class HttpAuthClient {
-  /** The pool, once undici is loaded; `poolReady` settles then. */
-  private pool: Pool | undefined;
-  private readonly poolReady: Promise<Pool>;
-  private closed = false;
+  /** The pool, made once undici is loaded. */
+  private readonly pool: Promise<Pool>;
   /**
    * The TLS server name of every request: the service's address, never the Host header the check
    * carries (undici would take SNI from it, and reconnect whenever it changes).
@@ -50,7 +48,7 @@ export class HttpAuthClient {
   constructor(private readonly opts: HttpAuthClientOptions) {
     this.origin = new URL(opts.origin);
     this.servername = this.origin.hostname.replace(/^\[|\]$/g, '');
-    this.poolReady = loadUndici().then(({ Pool, buildConnector }) => {
+    this.pool = loadUndici().then(({ Pool, buildConnector }) => {
       const connector = buildConnector(opts.ca !== undefined ? { ca: opts.ca } : {});
       const pool = new Pool(opts.origin, {
         connections: 128,
@@ -59,12 +57,10 @@ export class HttpAuthClient {
         connect: (options, callback) => connector({ ...options, servername: isIP(options.servername ?? '') ? undefined : options.servername }, callback),
       });
       pool.on('connectionError', () => undefined);
-      if (this.closed) void pool.close();
-      this.pool = pool;
       return pool;
     });
     // A failed import is each check's error result (fail-open or closed), never an unhandled rejection.
-    this.poolReady.catch(() => undefined);
+    this.pool.catch(() => undefined);
   }
 
   async check(request: HttpAuthRequest, timeoutMs: number, clock: Clock): Promise<HttpCallResult> {
@@ -76,8 +72,7 @@ export class HttpAuthClient {
       abort.abort(new Error('timeout'));
     }, timeoutMs);
     try {
-      const pool = this.pool ?? (await this.poolReady);
-      const res = await pool.request({
+      const res = await (await this.pool).request({
         method: request.method as 'GET',
         path: request.path,
         headers: request.headers,
@@ -165,7 +160,6 @@ export class HttpAuthClient {
   }
 
   close(): Promise<void> {
-    this.closed = true;
-    return this.pool ? this.pool.close() : Promise.resolve();
+    return this.pool.then((pool) => pool.close(), () => undefined);
   }
 }
