@@ -9,16 +9,13 @@ import t from 'tap';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ALIAS, records, startHttpServer, yamlDocuments } from '../helpers/harness.js';
-import { freePort } from '../fixtures/ratelimit/servers.js';
+import { startProxyProcess } from '../helpers/proxy-process.js';
 import { eventually, send, sleep, type SendResult } from './fixtures.js';
 
-const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const HOST = `api-${ALIAS}.app.localhost`;
 
 t.test('SIGTERM under load: in-flight requests finish, new connections are refused, exit 0', async (t) => {
@@ -36,22 +33,12 @@ t.test('SIGTERM under load: in-flight requests finish, new connections are refus
   });
   writeFileSync(path.join(dir, 'config.yaml'), yamlDocuments(recs));
 
-  // Logs are buffered (4 KiB) while the process runs, so the ports are chosen here, not read back.
-  const port = await freePort();
-  const adminPort = await freePort();
-  const child = spawn(process.execPath, [
-    BIN, 'ingress', '--config', dir, '--location', 'aws-us-east-2', '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`,
-    '--log-level', 'info', '--headers-timeout', '10s', '--max-event-loop-delay', '1s', '--max-connections', '1000',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+  const proxy = await startProxyProcess(t, ['ingress', '--config', dir, '--location', 'aws-us-east-2'], {
+    extraArgs: ['--log-level', 'info', '--headers-timeout', '10s', '--max-event-loop-delay', '1s', '--max-connections', '1000'],
+    readyTimeoutMs: 15_000,
   });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = async (): Promise<boolean> => (await fetch(`http://127.0.0.1:${adminPort}/ready`).catch(() => undefined))?.status === 200;
-  t.ok(await eventually(ready, 15_000, 100), 'the ingress started and is ready') || t.comment(`exit ${child.exitCode}: ${out}`);
+  const { child, port, exited } = proxy;
+  t.equal((await fetch(`${proxy.admin}/ready`)).status, 200, 'the ingress started and is ready');
   t.ok(await eventually(async () => (await send(port, HOST, '/')).outcome === 200, 10_000, 100), 'and answers');
 
   // Keep-alive clients, each with a request in flight at the signal (400 ms at the app).
