@@ -45,9 +45,13 @@ function httpRequest(w: ProtoWriter, field: number, h: HttpRequestObject): void 
   w.end(start);
 }
 
-/** CheckRequest { attributes 1: AttributeContext { source 1, destination 2, request 4, context_extensions 10 } } */
-export function encodeCheckRequest(request: CheckRequestObject): Buffer {
-  const w = new ProtoWriter(INITIAL_BYTES);
+/**
+ * CheckRequest { attributes 1: AttributeContext { source 1, destination 2, request 4, context_extensions 10 } }.
+ * `headroom`: bytes left free in front of the message, which the result includes (the gRPC client
+ * leaves room for the frame's prefix).
+ */
+export function encodeCheckRequest(request: CheckRequestObject, headroom = 0): Buffer {
+  const w = new ProtoWriter(INITIAL_BYTES, headroom);
   const a = request.attributes;
   const attributes = w.begin(1);
   peer(w, 1, a.source);

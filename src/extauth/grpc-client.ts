@@ -11,7 +11,7 @@
 import type { Clock } from '../deps.js';
 import { encodeCheckRequest } from './encode.js';
 import type { CheckRequestObject } from './attributes.js';
-import { statusName, UnaryChannel } from '../grpc/unary.js';
+import { GRPC_PREFIX, prefixInPlace, statusName, UnaryChannel } from '../grpc/unary.js';
 import { authWire, type CheckResponseObject } from './proto.js';
 
 export type GrpcCallResult =
@@ -46,13 +46,13 @@ export class GrpcAuthClient {
   }
 
   async check(request: CheckRequestObject, timeoutMs: number): Promise<GrpcCallResult> {
-    let encoded: Buffer;
+    let frame: Buffer;
     try {
-      encoded = encodeCheckRequest(request);
+      frame = prefixInPlace(encodeCheckRequest(request, GRPC_PREFIX));
     } catch (err) {
       return { ok: false, reason: `request not encoded: ${(err as Error).message}`, timeout: false };
     }
-    const result = await this.channel.call(this.method.path, encoded, timeoutMs);
+    const result = await this.channel.callFramed(this.method.path, frame, timeoutMs);
     if (!result.ok) {
       return { ok: false, reason: result.timeout ? result.message : `${statusName(result.code)}: ${result.message}`, timeout: result.timeout };
     }

@@ -9,10 +9,15 @@
  */
 export class ProtoWriter {
   buf: Buffer;
-  pos = 0;
+  pos: number;
 
-  constructor(size = 64 * 1024) {
+  /**
+   * `headroom`: bytes left free in front of the message for the caller to fill (a gRPC prefix, so
+   * the message becomes a frame without a copy); `view()` includes them.
+   */
+  constructor(size = 64 * 1024, headroom = 0) {
     this.buf = Buffer.allocUnsafe(size);
+    this.pos = headroom;
   }
 
   private room(n: number): void {

@@ -216,14 +216,15 @@ export class H2Session extends H2Connection<H2Stream> {
     const block = stream.headerBlock;
     const body = stream.body;
     if (block.length <= this.peerMaxFrame && this.fits(stream, body.length)) {
-      // The common case: HEADERS and the whole body in one DATA frame, one buffer.
-      const out = Buffer.allocUnsafe(18 + block.length + body.length);
-      frameHeader(out, 0, block.length, HEADERS, END_HEADERS, stream.id);
-      block.copy(out, 9);
-      frameHeader(out, 9 + block.length, body.length, DATA, END_STREAM, stream.id);
-      body.copy(out, 18 + block.length);
+      // The common case: HEADERS and the whole body in one DATA frame. The frame headers and the
+      // block go in one small buffer and the body as it is: the flush copies both into its one write.
+      const head = Buffer.allocUnsafe(18 + block.length);
+      frameHeader(head, 0, block.length, HEADERS, END_HEADERS, stream.id);
+      block.copy(head, 9);
+      frameHeader(head, 9 + block.length, body.length, DATA, END_STREAM, stream.id);
       this.consumed(stream, body.length);
-      this.write(out);
+      this.write(head);
+      this.write(body);
       return;
     }
     this.writeHeaderBlock(stream.id, block, false);

@@ -101,6 +101,19 @@ function decodeMessage(raw: string | string[] | undefined): string {
   }
 }
 
+/** The length of a gRPC message's prefix: a compressed flag and a 4-byte length. */
+export const GRPC_PREFIX = 5;
+
+/**
+ * A message encoded after GRPC_PREFIX bytes of room (`new ProtoWriter(size, GRPC_PREFIX)`) made a
+ * gRPC frame in place: the prefix written into the room, no copy.
+ */
+export function prefixInPlace(framed: Buffer): Buffer {
+  framed[0] = 0;
+  framed.writeUInt32BE(framed.length - GRPC_PREFIX, 1);
+  return framed;
+}
+
 /** A gRPC length-prefixed message (uncompressed). */
 export function grpcFrame(message: Buffer): Buffer {
   const out = Buffer.allocUnsafe(5 + message.length);
@@ -224,8 +237,13 @@ export class UnaryChannel {
 
   /** One unary call: `path` is `/package.Service/Method`, `message` the encoded request. */
   call(path: string, message: Buffer, timeoutMs: number): Promise<UnaryResult> {
+    return this.callFramed(path, grpcFrame(message), timeoutMs);
+  }
+
+  /** One unary call whose request is already a gRPC frame (see `prefixInPlace`); the frame is not changed. */
+  callFramed(path: string, frame: Buffer, timeoutMs: number): Promise<UnaryResult> {
     return new Promise((resolve) => {
-      const call: Call = { path, frame: grpcFrame(message), timeoutMs, resolve, done: false, attempt: undefined, timer: undefined };
+      const call: Call = { path, frame, timeoutMs, resolve, done: false, attempt: undefined, timer: undefined };
       call.timer = this.clock.setTimeout(() => {
         this.finish(call, fail(Status.DEADLINE_EXCEEDED, `timed out after ${timeoutMs} ms`, true));
         const a = call.attempt;

@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../deps.js';
 import { decodeRateLimitResponse, encodeRateLimitRequest } from './wire.js';
-import { Status, UnaryChannel } from '../grpc/unary.js';
+import { GRPC_PREFIX, prefixInPlace, Status, UnaryChannel } from '../grpc/unary.js';
 import { SHOULD_RATE_LIMIT_PATH, type RateLimitRequest, type RateLimitResponse } from './proto.js';
 
 export interface RateLimitTarget {
@@ -38,7 +38,7 @@ export function grpcRateLimitClient(target: RateLimitTarget, clock: Clock): Rate
   const channel = new UnaryChannel({ host: target.host, port: target.port, tls: target.tls, maxResponseBytes: 1024 * 1024, clock });
   return {
     async shouldRateLimit(request, timeoutMs) {
-      const result = await channel.call(SHOULD_RATE_LIMIT_PATH, encodeRateLimitRequest(request), timeoutMs);
+      const result = await channel.callFramed(SHOULD_RATE_LIMIT_PATH, prefixInPlace(encodeRateLimitRequest(request, GRPC_PREFIX)), timeoutMs);
       if (!result.ok) {
         if (result.timeout) throw new RateLimitCallError('timeout', `rate limit service: no answer within ${timeoutMs} ms`, Status.DEADLINE_EXCEEDED);
         const reason = result.code === Status.DEADLINE_EXCEEDED ? 'timeout' : result.code === Status.UNAVAILABLE ? 'unavailable' : 'status';

@@ -55,9 +55,12 @@ function descriptor(r: ProtoReader): RateLimitDescriptor {
   return d;
 }
 
-/** RateLimitRequest { domain 1, descriptors 2, hits_addend 3 }: the proxy's check. */
-export function encodeRateLimitRequest(request: RateLimitRequest): Buffer {
-  const w = new ProtoWriter(256);
+/**
+ * RateLimitRequest { domain 1, descriptors 2, hits_addend 3 }: the proxy's check. `headroom`: bytes
+ * left free in front of the message, which the result includes (room for the gRPC prefix).
+ */
+export function encodeRateLimitRequest(request: RateLimitRequest, headroom = 0): Buffer {
+  const w = new ProtoWriter(256, headroom);
   w.string(1, request.domain);
   for (const d of request.descriptors) {
     const descriptor = w.begin(2);

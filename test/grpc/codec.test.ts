@@ -3,11 +3,14 @@
  * as proto-loader's serializer (fromObject, then encode) for the objects the filters build: an
  * ext_authz CheckRequest with and without a body (text and raw bytes), addresses, principals, a
  * negative size, a timestamp, non-ASCII and long values (nested lengths past one byte), many headers;
- * and RLS RateLimitRequests. Both decode back to the object.
+ * and RLS RateLimitRequests. Both decode back to the object. Encoded with room for the gRPC prefix
+ * (the clients' way, the writer growing past its first buffer for the long ones) and the prefix put
+ * in place, they are the same bytes as the message framed by copying.
  */
 import t from 'tap';
 import { encodeCheckRequest } from '../../src/extauth/encode.js';
 import { encodeRateLimitRequest } from '../../src/ratelimit/wire.js';
+import { GRPC_PREFIX, grpcFrame, prefixInPlace } from '../../src/grpc/unary.js';
 import type { CheckRequestObject, HttpRequestObject } from '../../src/extauth/attributes.js';
 import { authWire } from '../../src/extauth/proto.js';
 import { serviceDefinition, type RateLimitRequest } from '../../src/ratelimit/proto.js';
@@ -45,6 +48,7 @@ t.test('CheckRequest: the same bytes as proto-loader', async (t) => {
     t.same(bytes, wire.requestSerialize(request), name);
     const back = wire.requestDeserialize(bytes) as { attributes: { request: { http: { headers: Record<string, string> } } } };
     t.same(back.attributes.request.http.headers, request.attributes.request.http.headers, `${name}: headers decode back`);
+    t.same(prefixInPlace(encodeCheckRequest(request, GRPC_PREFIX)), grpcFrame(bytes), `${name}: framed in place`);
   }
 });
 
@@ -60,5 +64,6 @@ t.test('RateLimitRequest: the same bytes as proto-loader', async (t) => {
     const bytes = encodeRateLimitRequest(request);
     t.same(bytes, method.requestSerialize(request), name);
     t.match(method.requestDeserialize(bytes), { domain: request.domain }, `${name}: decodes back`);
+    t.same(prefixInPlace(encodeRateLimitRequest(request, GRPC_PREFIX)), grpcFrame(bytes), `${name}: framed in place`);
   }
 });
