@@ -17,6 +17,7 @@ import { ensureTools, toolVersions } from './lib/peers.js';
 import {
   CLK_TCK, commandExists, cpuTicks, ForeignCpu, h2Get, threadTicks, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
 } from './lib/proc.js';
+import { blockOrder, pairsDetail, pairsMarkdown, type PairResult, type PairRun, type PairSpec } from './lib/pairs.js';
 import { summarize, summaryMarkdown, type ProfileSummary } from './lib/profile.js';
 import {
   fmtCpu, fmtInt, fmtMB, fmtMs, roundsTable, sectionNotes, sectionTable, summarizeRows, type RoundResult, type RowSpec, type SectionResult,
@@ -28,7 +29,7 @@ import { APP_ROOT, CLI, GVC, hostOf, ingressArgs, launchSvc, RLS_DOMAIN, RLS_KEY
 
 // The 10,000-workload section runs last: its readiness probes leave tens of thousands of sockets in
 // TIME_WAIT for a minute, which would disturb whatever ran next.
-const SECTIONS = ['http', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
+const SECTIONS = ['http', 'targets', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
 type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]
@@ -45,6 +46,7 @@ const HELP = `npm run bench -- [options]
   --rls-channels N      … spread over N channels (connections)                  default 2
   --rls-keys N          … over N distinct descriptor values                      default 1000
   --ws-connections N    WebSocket connections doing ping-pong                   default 50
+  --target-blocks N     blocks of four back-to-back runs per paired target     default 4
   --workloads N         workloads in the large configuration                    default 10000
   --idle-connections N  idle keep-alive connections                             default 1000
   --soak-seconds S      fixed-rate soak length (the issue's 10 minutes: 600)    default 60
@@ -72,6 +74,7 @@ const { values: flags } = parseArgs({
     'rls-channels': { type: 'string', default: '2' },
     'rls-keys': { type: 'string', default: '1000' },
     'ws-connections': { type: 'string', default: '50' },
+    'target-blocks': { type: 'string', default: '4' },
     workloads: { type: 'string', default: '10000' },
     'idle-connections': { type: 'string', default: '1000' },
     'soak-seconds': { type: 'string', default: '60' },
@@ -112,6 +115,7 @@ const opts = {
   rlsChannels: Math.floor(num('rls-channels')),
   rlsKeys: Math.floor(num('rls-keys')),
   wsConnections: num('ws-connections'),
+  targetBlocks: Math.floor(num('target-blocks')),
   workloads: Math.floor(num('workloads')),
   idleConnections: Math.floor(num('idle-connections')),
   soakSeconds: num('soak-seconds'),
@@ -336,6 +340,66 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
   await fleet.stopProxies();
   log(`\n${sectionTable(result)}\n(${((Date.now() - started) / 1000).toFixed(0)} s)`);
   return result;
+}
+
+// ---- paired targets ------------------------------------------------------------------------------
+
+/** The issue's request-rate targets, each a subject row against its reference row of the HTTP table. */
+function targetPairs(tools: Record<string, string | undefined>): (PairSpec & { services: Record<'subject' | 'reference', string> })[] {
+  const sidecar = { key: 'sidecar', name: 'sidecar no tags' };
+  const pairs: (PairSpec & { services: Record<'subject' | 'reference', string> })[] = [
+    { target: 'untagged ≥ 2.0× http-proxy-3', subject: sidecar, reference: { key: 'hp3', name: 'http-proxy-3' }, minRatio: 2.0, services: { subject: 'sc-plain', reference: 'hp3' } },
+    { target: 'untagged ≥ 0.6× nginx', subject: sidecar, reference: { key: 'nginx', name: 'nginx' }, minRatio: 0.6, maxP99Ratio: 1.5, services: { subject: 'sc-plain', reference: 'nginx' } },
+    { target: 'ext auth + rate limit ≥ 0.5× no tags', subject: { key: 'guarded', name: 'ext auth (gRPC) + rate limit' }, reference: sidecar, minRatio: 0.5, services: { subject: 'sc-guarded', reference: 'sc-plain' } },
+    { target: 'tracing 100% ≥ 0.7× no tags', subject: { key: 'traced', name: 'tracing 100%' }, reference: sidecar, minRatio: 0.7, services: { subject: 'sc-traced', reference: 'sc-plain' } },
+  ];
+  return tools.nginx ? pairs : pairs.filter((p) => p.reference.key !== 'nginx');
+}
+
+/**
+ * Each target's two rows back to back (bench/lib/pairs.ts): fresh proxies, then per block four runs
+ * of warm-up + --short-duration measured, in R S S R or S R R S order.
+ */
+async function runTargets(fleet: Fleet, tools: Record<string, string | undefined>): Promise<PairResult[]> {
+  log('\n== paired targets');
+  const drive = (port: number, seconds: number): Promise<Load> => wrk({ url: `http://127.0.0.1:${port}/`, connections: opts.connections, seconds });
+  const results: PairResult[] = [];
+  for (const pair of targetPairs(tools)) {
+    const { services, ...spec } = pair;
+    const result: PairResult = { spec, blocks: [] };
+    results.push(result);
+    try {
+      const handles = { subject: await fleet.get(services.subject), reference: await fleet.get(services.reference) };
+      const reason = (await expectOk({ port: handles.subject.port })) ?? (await expectOk({ port: handles.reference.port }));
+      if (reason) {
+        result.na = reason;
+        continue;
+      }
+      for (let b = 0; b < opts.targetBlocks; b++) {
+        const block = { subject: [] as PairRun[], reference: [] as PairRun[] };
+        for (const side of blockOrder(b)) {
+          const h = side === 's' ? handles.subject : handles.reference;
+          const pids = processTree(h.procs.map((p) => p.pid));
+          await settle();
+          await drive(h.port, opts.warmup);
+          const cpu0 = cpuTicks(pids);
+          const load = await drive(h.port, opts.shortDuration);
+          const cpuSeconds = (cpuTicks(pids) - cpu0) / CLK_TCK;
+          const bad = badness(load);
+          if (bad) throw new Error(`${side === 's' ? spec.subject.name : spec.reference.name}: ${bad}`);
+          (side === 's' ? block.subject : block.reference).push({ load, cpuSeconds });
+        }
+        result.blocks.push(block);
+        const ratio = block.subject.reduce((a, r) => a + r.load.rps, 0) / block.reference.reduce((a, r) => a + r.load.rps, 0);
+        log(`  ${spec.target}: block ${b + 1}/${opts.targetBlocks} ${blockOrder(b).join('')} ${block.subject.map((r) => fmtInt(r.load.rps)).join('+')} / ${block.reference.map((r) => fmtInt(r.load.rps)).join('+')} = ${ratio.toFixed(2)}×`);
+      }
+    } catch (err) {
+      result.na = errText(err);
+    }
+  }
+  await fleet.stopProxies();
+  log(`\n${pairsMarkdown(results)}`);
+  return results;
 }
 
 // ---- checks --------------------------------------------------------------------------------------
@@ -1111,8 +1175,10 @@ async function main(): Promise<number> {
   let idle: IdleRow[] | undefined;
   let soak: SoakResult | undefined;
   let profiles: ProfileResult[] | undefined;
+  let pairs: PairResult[] | undefined;
   try {
     if (tools.found.wrk && wanted('http')) sections.push(await runSection(fleet, httpSection(tools.found)));
+    if (tools.found.wrk && wanted('targets')) pairs = await runTargets(fleet, tools.found);
     if (tools.found.wrk && wanted('body')) sections.push(await runSection(fleet, bodySection(tools.found, workDir)));
     if (tools.found.h2load && wanted('h2')) sections.push(await runSection(fleet, h2Section(tools.found)));
     if (wanted('grpc')) sections.push(await runSection(fleet, grpcSection()));
@@ -1136,6 +1202,13 @@ async function main(): Promise<number> {
     const notes = sectionNotes(s);
     if (notes.length) md.push(...notes.map((n) => `- ${n}`), '');
     md.push('<details><summary>every round (throughput / p99 / CPU s per 1k)</summary>', '', roundsTable(s), '', '</details>', '');
+  }
+  if (pairs) {
+    md.push('## The targets, measured in pairs', '');
+    md.push(`Each request-rate target of the HTTP table again, its two rows measured back to back in ${opts.targetBlocks} blocks of four runs (wrk as in the HTTP table, ${opts.warmup} s warm-up + ${opts.shortDuration} s measured each): reference, subject, subject, reference, and the mirror order in every other block, so that the machine's drift over a block cancels out. A block's ratio is the subject's two runs over the reference's two (requests/s; p99 likewise); the median of the blocks is reported. Fresh proxies, started after the HTTP table.`, '');
+    md.push(pairsMarkdown(pairs), '');
+    const detail = pairsDetail(pairs);
+    if (detail.length) md.push(...detail.map((d) => `- ${d}`), '');
   }
   if (scale) {
     md.push(`## ${fmtInt(opts.workloads)} workloads`, '', scaleMarkdown(scale), '');
@@ -1176,6 +1249,7 @@ async function main(): Promise<number> {
 
   process.stdout.write(`\n# svcproxy bench, ${date} (${minutes} min)\n\n`);
   for (const s of sections) process.stdout.write(`## ${s.title}\n\n${sectionTable(s)}\n\n`);
+  if (pairs) process.stdout.write(`## targets, in pairs\n\n${pairsMarkdown(pairs)}\n\n`);
   if (scale) process.stdout.write(`## ${opts.workloads} workloads\n\n${scaleMarkdown(scale)}\n\n${scale.throughput ? sectionTable(scale.throughput) : ''}\n\n`);
   if (idle) process.stdout.write(`## idle connections\n\n${idleMarkdown(idle)}\n\n`);
   if (soak) process.stdout.write(`## soak\n\n${soakMarkdown(soak)}\n\n`);
