@@ -191,12 +191,36 @@ export class LeanSpan implements Span, ReadableSpan {
 
 /** Starts `LeanSpan`s with the SDK's sampling rules (`Tracer.startSpan` of sdk-trace-base 2.x). */
 export class LeanTracer implements Tracer {
+  /**
+   * `parentDecides`: the sampler keeps a sampled local parent's decision and adds neither attributes
+   * nor trace state to it (tracer.ts `samplerFor`: parent-based with the SDK's defaults for local
+   * parents), which lets `startChild` skip it.
+   */
   constructor(
     private readonly resource: Resource,
     private readonly scope: Scope,
     private readonly sampler: Sampler,
     private readonly processor: SpanProcessor,
+    private readonly parentDecides = false,
   ) {}
+
+  /**
+   * A child of `parent`, where `context` holds `parent`: the span `startSpan(name, { kind, startTime },
+   * context)` makes. When `parent` is a sampled span of this tracer and the sampler lets the parent
+   * decide, the child is made directly (sampled, in the parent's trace, with its trace state),
+   * without looking the parent up in the context or calling the sampler; otherwise as `startSpan`.
+   */
+  startChild(parent: Span, name: string, kind: SpanKind, startTime: number, context: Context): Span {
+    const p = parent.spanContext();
+    if (!this.parentDecides || !(parent instanceof LeanSpan) || (p.traceFlags & TraceFlags.SAMPLED) === 0) {
+      return this.startSpan(name, { kind, startTime }, context);
+    }
+    const sc: SpanContext = { traceId: p.traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED };
+    if (p.traceState) sc.traceState = p.traceState;
+    const span = new LeanSpan(sc, name, kind, timeOf(startTime), p, this.resource, this.scope, this.processor);
+    this.processor.onStart(span, context);
+    return span;
+  }
 
   startSpan(name: string, options: SpanOptions = {}, context?: Context): Span {
     const parentSpan = context && !options.root ? trace.getSpan(context) : undefined;

@@ -388,10 +388,11 @@ export class Telemetry implements RequestTelemetry {
     st.failure = undefined;
     if (st.als && st.als.some((s) => s.responseTrailers.length > 0) && st.trailers === undefined) this.captureTrailers(ex, st);
     const entry = st.entry;
-    if (!entry || !st.tracing) return;
+    const server = st.span;
+    if (!entry || !st.tracing || !server || !st.ctx) return;
     if (st.attempt) st.attempt.end(this.time(st));
     const method = methodOf(ex.req.method);
-    const span = entry.tracer.startSpan(method.known ? method.name : 'HTTP', { kind: SpanKind.CLIENT, startTime: this.time(st) }, st.ctx);
+    const span = entry.tracer.startChild(server, method.known ? method.name : 'HTTP', SpanKind.CLIENT, this.time(st), st.ctx);
     st.attempt = span;
     const sc = span.spanContext();
     inject(headers, {

@@ -119,7 +119,7 @@ export class TracerEntry {
   /** Resolves once the processor has been shut down. */
   readonly closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
 
-  constructor(readonly spec: ExporterSpec, readonly tracer: Tracer, private readonly processor: { shutdown(): Promise<void>; forceFlush(): Promise<void> }) {}
+  constructor(readonly spec: ExporterSpec, readonly tracer: LeanTracer, private readonly processor: { shutdown(): Promise<void>; forceFlush(): Promise<void> }) {}
 
   release(): void {
     if (--this.active === 0 && this.retired) void this.shutdown();
@@ -198,7 +198,7 @@ export class TracerPool {
     const resource = defaultResource().merge(resourceFromAttributes({ ...this.opts.resource, 'service.version': VERSION }));
     const scope = { name: 'svcproxy', version: VERSION };
     const processor = new BatchProcessor(resource, scope, () => factory(spec), limits, this.opts.metrics, this.log, spec.url);
-    const tracer = new LeanTracer(resource, scope, samplerFor(spec.ratio), processor);
+    const tracer = new LeanTracer(resource, scope, samplerFor(spec.ratio), processor, true);
     this.log.info({ exporter: spec.url, protocol: spec.protocol, sampling: spec.ratio * 100 }, 'tracing exporter ready');
     return new TracerEntry(spec, tracer, processor);
   }

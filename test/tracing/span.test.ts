@@ -3,7 +3,8 @@
  * LeanTracer and on an SDK tracer (same sampler, same processor kind) must export the same spans —
  * parents, trace state, flags, attributes (and the 128 limit), statuses (UNSET ignored, OK final,
  * message only with ERROR), events, links, times (an end before the start clamps to it) — and the
- * same sampling decisions, including the non-recording spans that only carry a context.
+ * same sampling decisions, including the non-recording spans that only carry a context. `startChild`
+ * (the proxy's attempt spans) gives the span `startSpan` gives for the same parent.
  */
 import t from 'tap';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Tracer } from '@opentelemetry/api';
@@ -78,5 +79,46 @@ t.test('sampling: the same decisions as the SDK, and non-recording spans that ca
     }
     const root = lean.startSpan('root', {}, ROOT_CONTEXT);
     t.match(root.spanContext().traceId, /^[0-9a-f]{32}$/, 'a root gets a new trace id');
+  }
+});
+
+t.test('startChild: the span startSpan makes for the same parent, sampled or not', async (t) => {
+  for (const ratio of [0, 1]) {
+    const a = new InMemorySpanExporter();
+    const b = new InMemorySpanExporter();
+    const direct = new LeanTracer(resource, { name: 'svcproxy', version: '1' }, samplerFor(ratio), new SimpleSpanProcessor(a), true);
+    const general = new LeanTracer(resource, { name: 'svcproxy', version: '1' }, samplerFor(ratio), new SimpleSpanProcessor(b), false);
+    const callers: [string, typeof ROOT_CONTEXT][] = [
+      ['a sampled caller', trace.setSpanContext(ROOT_CONTEXT, { traceId: 'e'.repeat(32), spanId: 'f'.repeat(16), traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState: new TraceState('k=v') })],
+      ['an unsampled caller', trace.setSpanContext(ROOT_CONTEXT, { traceId: 'e'.repeat(32), spanId: 'f'.repeat(16), traceFlags: TraceFlags.NONE, isRemote: true, traceState: new TraceState('k=v') })],
+      ['no caller', ROOT_CONTEXT],
+    ];
+    for (const [caller, remote] of callers) {
+      const parents: ReturnType<Tracer['startSpan']>[] = [];
+      for (const tracer of [direct, general]) {
+        const server = tracer.startSpan('GET', { kind: SpanKind.SERVER, startTime: 1764130000000 }, remote);
+        parents.push(server);
+        const child = tracer.startChild(server, 'GET', SpanKind.CLIENT, 1764130000001.5, trace.setSpan(remote, server));
+        t.equal(child.isRecording(), server.isRecording(), `ratio ${ratio}, ${caller}: recorded as its parent`);
+        t.equal(child.spanContext().traceId, server.spanContext().traceId, 'the parent\'s trace');
+        t.equal(child.spanContext().traceFlags, server.spanContext().traceFlags, 'the parent\'s decision');
+        t.not(child.spanContext().spanId, server.spanContext().spanId, 'a span id of its own');
+        child.end(1764130000002);
+        server.end(1764130000003);
+      }
+      t.equal(parents[0]!.isRecording(), parents[1]!.isRecording());
+    }
+    const [x, y] = [a.getFinishedSpans(), b.getFinishedSpans()];
+    t.equal(x.length, ratio === 0 ? 2 : 4, 'a sampled caller\'s trace kept at any ratio, a new trace at 100%, an unsampled caller\'s never');
+    // A new trace's id is random: the rest must match.
+    const idless = (s: ReadableSpan) => ({ ...view(s), traceId: s.spanContext().traceId === 'e'.repeat(32) ? 'caller' : 'new' });
+    t.same(x.map(idless), y.map(idless));
+    for (const spans of [x, y]) {
+      for (let i = 0; i < spans.length; i += 2) {
+        t.equal(spans[i]!.parentSpanContext?.spanId, spans[i + 1]!.spanContext().spanId, 'the child\'s parent is the server span');
+        t.equal(spans[i]!.spanContext().traceState?.serialize(), spans[i + 1]!.spanContext().traceState?.serialize(), 'the parent\'s trace state');
+      }
+    }
+    t.equal(x[0]!.spanContext().traceState?.serialize(), 'k=v', 'the caller\'s trace state carried to the child');
   }
 });
