@@ -222,7 +222,11 @@ export abstract class H2Connection<S extends StreamBase> {
       const n = Math.min(body.length - stream.sent, this.peerMaxFrame, stream.sendWindow, this.connSendWindow);
       if (n <= 0) return false;
       const last = stream.sent + n === body.length;
-      this.write(frame(DATA, last && !stream.trailerBlock ? END_STREAM : 0, stream.id, body.subarray(stream.sent, stream.sent + n)));
+      // The frame header on its own and the body's piece as it is: the flush copies both into its write.
+      const head = Buffer.allocUnsafe(9);
+      frameHeader(head, 0, n, DATA, last && !stream.trailerBlock ? END_STREAM : 0, stream.id);
+      this.write(head);
+      this.write(body.subarray(stream.sent, stream.sent + n));
       this.consumed(stream, n);
     }
     if (stream.trailerBlock) {
