@@ -155,8 +155,8 @@ export class Fleet {
       case 'authz':
       case 'otlp':
       case 'als': {
-        // The auth server runs on the gRPC server of the svcproxy build under test (APP_ROOT).
-        const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`], ...(name === 'authz' ? [APP_ROOT] : [])]);
+        // The auth server and the trace sink run on the gRPC server of the svcproxy build under test (APP_ROOT).
+        const proc = this.node(name, 'servers/services.js', [name, p[name], p[`${name}-stats`], ...(name === 'als' ? [] : [APP_ROOT])]);
         await this.listening(proc, p[`${name}-stats`]);
         return { name, port: p[name], statsPort: p[`${name}-stats`], procs: [proc] };
       }
