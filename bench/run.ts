@@ -344,10 +344,13 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
 
 // ---- paired targets ------------------------------------------------------------------------------
 
+/** A paired target: the fleet services of its two rows and, for an ingress, the Host to ask for. */
+type TargetPair = PairSpec & { services: Record<'subject' | 'reference', string>; hosts?: Partial<Record<'subject' | 'reference', string>> };
+
 /** The issue's request-rate targets, each a subject row against its reference row of the HTTP table. */
-function targetPairs(tools: Record<string, string | undefined>): (PairSpec & { services: Record<'subject' | 'reference', string> })[] {
+function targetPairs(tools: Record<string, string | undefined>): TargetPair[] {
   const sidecar = { key: 'sidecar', name: 'sidecar no tags' };
-  const pairs: (PairSpec & { services: Record<'subject' | 'reference', string> })[] = [
+  const pairs: TargetPair[] = [
     { target: 'untagged ≥ 2.0× http-proxy-3', subject: sidecar, reference: { key: 'hp3', name: 'http-proxy-3' }, minRatio: 2.0, services: { subject: 'sc-plain', reference: 'hp3' } },
     { target: 'untagged ≥ 0.6× nginx', subject: sidecar, reference: { key: 'nginx', name: 'nginx' }, minRatio: 0.6, maxP99Ratio: 1.5, services: { subject: 'sc-plain', reference: 'nginx' } },
     { target: 'ext auth + rate limit ≥ 0.5× no tags', subject: { key: 'guarded', name: 'ext auth (gRPC) + rate limit' }, reference: sidecar, minRatio: 0.5, services: { subject: 'sc-guarded', reference: 'sc-plain' } },
@@ -358,19 +361,21 @@ function targetPairs(tools: Record<string, string | undefined>): (PairSpec & { s
 
 /**
  * Each target's two rows back to back (bench/lib/pairs.ts): fresh proxies, then per block four runs
- * of warm-up + --short-duration measured, in R S S R or S R R S order.
+ * of warm-up + `seconds` measured, in R S S R or S R R S order. `exclusive`: the side not being
+ * measured is paused (SIGSTOP) meanwhile, for proxies that keep working when idle.
  */
-async function runTargets(fleet: Fleet, tools: Record<string, string | undefined>): Promise<PairResult[]> {
-  log('\n== paired targets');
-  const drive = (port: number, seconds: number): Promise<Load> => wrk({ url: `http://127.0.0.1:${port}/`, connections: opts.connections, seconds });
+async function runTargets(fleet: Fleet, pairs: readonly TargetPair[], title: string, seconds: number, exclusive = false): Promise<PairResult[]> {
+  log(`\n== ${title}`);
+  const drive = (port: number, host: string | undefined, s: number): Promise<Load> => wrk({ url: `http://127.0.0.1:${port}/`, connections: opts.connections, seconds: s, ...(host ? { host } : {}) });
   const results: PairResult[] = [];
-  for (const pair of targetPairs(tools)) {
-    const { services, ...spec } = pair;
+  for (const pair of pairs) {
+    const { services, hosts, ...spec } = pair;
     const result: PairResult = { spec, blocks: [] };
     results.push(result);
     try {
       const handles = { subject: await fleet.get(services.subject), reference: await fleet.get(services.reference) };
-      const reason = (await expectOk({ port: handles.subject.port })) ?? (await expectOk({ port: handles.reference.port }));
+      const reason = (await expectOk({ port: handles.subject.port, ...(hosts?.subject ? { host: hosts.subject } : {}) }))
+        ?? (await expectOk({ port: handles.reference.port, ...(hosts?.reference ? { host: hosts.reference } : {}) }));
       if (reason) {
         result.na = reason;
         continue;
@@ -378,16 +383,23 @@ async function runTargets(fleet: Fleet, tools: Record<string, string | undefined
       for (let b = 0; b < opts.targetBlocks; b++) {
         const block = { subject: [] as PairRun[], reference: [] as PairRun[] };
         for (const side of blockOrder(b)) {
-          const h = side === 's' ? handles.subject : handles.reference;
+          const key = side === 's' ? 'subject' : 'reference';
+          const h = handles[key];
           const pids = processTree(h.procs.map((p) => p.pid));
-          await settle();
-          await drive(h.port, opts.warmup);
-          const cpu0 = cpuTicks(pids);
-          const load = await drive(h.port, opts.shortDuration);
-          const cpuSeconds = (cpuTicks(pids) - cpu0) / CLK_TCK;
-          const bad = badness(load);
-          if (bad) throw new Error(`${side === 's' ? spec.subject.name : spec.reference.name}: ${bad}`);
-          (side === 's' ? block.subject : block.reference).push({ load, cpuSeconds });
+          const paused = exclusive ? processTree(handles[side === 's' ? 'reference' : 'subject'].procs.map((p) => p.pid)) : [];
+          for (const pid of paused) process.kill(pid, 'SIGSTOP');
+          try {
+            await settle();
+            await drive(h.port, hosts?.[key], opts.warmup);
+            const cpu0 = cpuTicks(pids);
+            const load = await drive(h.port, hosts?.[key], seconds);
+            const cpuSeconds = (cpuTicks(pids) - cpu0) / CLK_TCK;
+            const bad = badness(load);
+            if (bad) throw new Error(`${spec[key].name}: ${bad}`);
+            block[key].push({ load, cpuSeconds });
+          } finally {
+            for (const pid of paused) process.kill(pid, 'SIGCONT');
+          }
         }
         result.blocks.push(block);
         const ratio = block.subject.reduce((a, r) => a + r.load.rps, 0) / block.reference.reduce((a, r) => a + r.load.rps, 0);
@@ -760,6 +772,8 @@ interface ScaleResult {
   validate: { label: string; ms?: number; out: string }[];
   startup: ScaleStartup[];
   throughput?: SectionResult;
+  /** The throughput goal measured in pairs (runTargets). */
+  pairs?: PairResult[];
   notes: string[];
 }
 
@@ -861,6 +875,21 @@ async function runScale(fleet: Fleet): Promise<ScaleResult> {
     exclusive: true,
     notes: ["While one ingress is measured the others are paused (SIGSTOP), so the large one's readiness probes do not load the machine during the others' runs."],
   });
+  // The goal's ratio again with its two rows back to back (as the targets section), the other paused.
+  res.pairs = await runTargets(
+    fleet,
+    [{
+      target: `${n} workloads ≥ 0.95× 10 workloads`,
+      subject: { key: 'ingress-10k', name: `ingress, ${n} workloads deployed` },
+      reference: { key: 'ingress-10', name: 'ingress, 10 workloads' },
+      minRatio: 0.95,
+      services: { subject: 'ingress-10k', reference: 'ingress-10' },
+      hosts: { subject: hostOf(scaleTarget(N)), reference: hostOf(scaleTarget(10)) },
+    }],
+    `${n} workloads, paired`,
+    opts.duration,
+    true,
+  );
   res.notes.push(
     `The ingress probes every deployment replica for readiness (a TCP connect per replica and probe period when the workload sets no readinessProbe): with ${n} deployed workloads the last row includes that probing, and each probe leaves a socket in TIME_WAIT for 60 s (this machine has ${ephemeralPorts()} ephemeral ports).`,
   );
@@ -1178,7 +1207,7 @@ async function main(): Promise<number> {
   let pairs: PairResult[] | undefined;
   try {
     if (tools.found.wrk && wanted('http')) sections.push(await runSection(fleet, httpSection(tools.found)));
-    if (tools.found.wrk && wanted('targets')) pairs = await runTargets(fleet, tools.found);
+    if (tools.found.wrk && wanted('targets')) pairs = await runTargets(fleet, targetPairs(tools.found), 'paired targets', opts.shortDuration);
     if (tools.found.wrk && wanted('body')) sections.push(await runSection(fleet, bodySection(tools.found, workDir)));
     if (tools.found.h2load && wanted('h2')) sections.push(await runSection(fleet, h2Section(tools.found)));
     if (wanted('grpc')) sections.push(await runSection(fleet, grpcSection()));
@@ -1216,6 +1245,11 @@ async function main(): Promise<number> {
       md.push(`### ${scale.throughput.title}`, '', scale.throughput.description, '', sectionTable(scale.throughput), '');
       md.push('<details><summary>every round</summary>', '', roundsTable(scale.throughput), '', '</details>', '');
     }
+    if (scale.pairs) {
+      md.push(`The goal again in pairs, as in "The targets, measured in pairs": ${opts.targetBlocks} blocks of four ${opts.duration} s runs, the ingress not being measured paused; the ${fmtInt(opts.workloads)}-workload ingress is the one with every workload deployed (the row above that probes them all).`, '');
+      md.push(pairsMarkdown(scale.pairs), '');
+      md.push(...pairsDetail(scale.pairs).map((d) => `- ${d}`), '');
+    }
     md.push(...scale.notes.map((n) => `- ${n}`), '');
   }
   if (idle) {
@@ -1251,6 +1285,7 @@ async function main(): Promise<number> {
   for (const s of sections) process.stdout.write(`## ${s.title}\n\n${sectionTable(s)}\n\n`);
   if (pairs) process.stdout.write(`## targets, in pairs\n\n${pairsMarkdown(pairs)}\n\n`);
   if (scale) process.stdout.write(`## ${opts.workloads} workloads\n\n${scaleMarkdown(scale)}\n\n${scale.throughput ? sectionTable(scale.throughput) : ''}\n\n`);
+  if (scale?.pairs) process.stdout.write(`${pairsMarkdown(scale.pairs)}\n\n`);
   if (idle) process.stdout.write(`## idle connections\n\n${idleMarkdown(idle)}\n\n`);
   if (soak) process.stdout.write(`## soak\n\n${soakMarkdown(soak)}\n\n`);
   if (profiles) {
