@@ -23,11 +23,9 @@
 import type { Socket } from 'node:net';
 import {
   DATA,
-  END_HEADERS,
   END_STREAM,
   H2Connection,
   H2Error,
-  HEADERS,
   MAX_HEADER_BLOCK,
   MAX_STREAM_ID,
   PING,
@@ -38,7 +36,6 @@ import {
   STREAM_WINDOW,
   StreamBase,
   frame,
-  frameHeader,
   openingFrames,
 } from './connection.js';
 
@@ -213,22 +210,10 @@ export class H2Session extends H2Connection<H2Stream> {
     stream.open = true;
     stream.sendWindow = this.peerInitialWindow;
     this.streams.set(stream.id, stream);
-    const block = stream.headerBlock;
-    const body = stream.body;
-    if (block.length <= this.peerMaxFrame && this.fits(stream, body.length)) {
-      // The common case: HEADERS and the whole body in one DATA frame. The frame headers and the
-      // block go in one small buffer and the body as it is: the flush copies both into its one write.
-      const head = Buffer.allocUnsafe(18 + block.length);
-      frameHeader(head, 0, block.length, HEADERS, END_HEADERS, stream.id);
-      block.copy(head, 9);
-      frameHeader(head, 9 + block.length, body.length, DATA, END_STREAM, stream.id);
-      this.consumed(stream, body.length);
-      this.write(head);
-      this.write(body);
-      return;
-    }
-    this.writeHeaderBlock(stream.id, block, false);
-    if (body.length === 0) this.write(frame(DATA, END_STREAM, stream.id, undefined));
+    // HEADERS, then the body as DATA frames beside their headers (one frame when it fits): the
+    // flush copies the pieces into its one write.
+    this.writeHeaderBlock(stream.id, stream.headerBlock, false);
+    if (stream.body.length === 0) this.write(frame(DATA, END_STREAM, stream.id, undefined));
     else this.sendBody(stream);
   }
 
