@@ -389,7 +389,7 @@ export class Telemetry implements RequestTelemetry {
     if (st.als && st.als.some((s) => s.responseTrailers.length > 0) && st.trailers === undefined) this.captureTrailers(ex, st);
     const entry = st.entry;
     const server = st.span;
-    if (!entry || !st.tracing || !server || !st.ctx) return;
+    if (!entry || !st.tracing || !server) return;
     if (st.attempt) st.attempt.end(this.time(st));
     const method = methodOf(ex.req.method);
     const span = entry.tracer.startChild(server, method.known ? method.name : 'HTTP', SpanKind.CLIENT, this.time(st), st.ctx);
