@@ -17,7 +17,7 @@ import { ensureTools, toolVersions } from './lib/peers.js';
 import {
   CLK_TCK, commandExists, cpuTicks, ForeignCpu, h2Get, threadTicks, waitQuiet, httpRequest, killAllSync, processTree, RssSampler, rssBytes, runCommand, sleep, stopAll, waitUntil,
 } from './lib/proc.js';
-import { blockOrder, pairsDetail, pairsMarkdown, type PairResult, type PairRun, type PairSpec } from './lib/pairs.js';
+import { blockOrder, pairsDetail, pairsMarkdown, rpsRatio, type PairResult, type PairRun, type PairSpec } from './lib/pairs.js';
 import { summarize, summaryMarkdown, type ProfileSummary } from './lib/profile.js';
 import {
   fmtCpu, fmtInt, fmtMB, fmtMs, roundsTable, sectionNotes, sectionTable, summarizeRows, type RoundResult, type RowSpec, type SectionResult,
@@ -402,8 +402,7 @@ async function runTargets(fleet: Fleet, pairs: readonly TargetPair[], title: str
           }
         }
         result.blocks.push(block);
-        const ratio = block.subject.reduce((a, r) => a + r.load.rps, 0) / block.reference.reduce((a, r) => a + r.load.rps, 0);
-        log(`  ${spec.target}: block ${b + 1}/${opts.targetBlocks} ${blockOrder(b).join('')} ${block.subject.map((r) => fmtInt(r.load.rps)).join('+')} / ${block.reference.map((r) => fmtInt(r.load.rps)).join('+')} = ${ratio.toFixed(2)}×`);
+        log(`  ${spec.target}: block ${b + 1}/${opts.targetBlocks} ${blockOrder(b).join('')} ${block.subject.map((r) => fmtInt(r.load.rps)).join('+')} / ${block.reference.map((r) => fmtInt(r.load.rps)).join('+')} = ${rpsRatio(block).toFixed(2)}×`);
       }
     } catch (err) {
       result.na = errText(err);

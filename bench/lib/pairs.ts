@@ -39,14 +39,9 @@ export interface PairResult {
   na?: string;
 }
 
-/** The order of block `i`: true = the reference first (R S S R), false = the subject first (S R R S). */
-export function referenceFirst(i: number): boolean {
-  return i % 2 === 0;
-}
-
-/** The runs of one block in order: 'r' or 's'. */
+/** The runs of block `i` in order: the reference first (R S S R) in even blocks, the subject first (S R R S) in odd ones. */
 export function blockOrder(i: number): ('r' | 's')[] {
-  return referenceFirst(i) ? ['r', 's', 's', 'r'] : ['s', 'r', 'r', 's'];
+  return i % 2 === 0 ? ['r', 's', 's', 'r'] : ['s', 'r', 'r', 's'];
 }
 
 const sum = (runs: readonly PairRun[], f: (r: PairRun) => number): number => runs.reduce((s, r) => s + f(r), 0);
