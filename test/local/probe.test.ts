@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../src/routing/replicas.js';
-import { addressOfDeployment, nextProbeState, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
+import { addressOfDeployment, nextProbeState, quietWait, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
 import { checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
 import { allocatePort } from '../../src/local/ports.js';
 import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
@@ -251,6 +251,8 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   // Another replica of the same workload: the one that takes the first request.
   const sibling = { ...replica('api-1'), traffic };
   let checks = 0;
+  // The draws of the quiet waits, in order (see quietWait).
+  const draws = [0.501, 0.25, 1];
   const stop = startProbing(
     r,
     probe({ kind: 'tcp', periodSeconds: 5, timeoutSeconds: 1, failureThreshold: 3 }),
@@ -258,7 +260,7 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
       checks++;
       return { host: '127.0.0.1', port: open ? port : target };
     },
-    { ...testDeps(), clock, registry },
+    { ...testDeps(), clock, registry, random: () => draws.shift() ?? 0.5 },
     quietWhileUnrouted(traffic, 60_000),
   );
   t.teardown(stop);
@@ -268,34 +270,57 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
     return clock.pending();
   };
   clock.advance(0);
-  t.same(await nextCheck(1), [60_000], 'ready, no traffic: the next check a minute later');
+  t.same(await nextCheck(1), [32_750], 'ready, no traffic: the first quiet check at a random point of the minute after the period (draw 0.501: 32,555 ms), on the next 250 ms boundary');
   t.equal(r.ready, true);
-  clock.advance(60_000);
-  t.same(await nextCheck(2), [60_000], 'still quiet');
+  clock.advance(32_750);
+  t.same(await nextCheck(2), [57_000], 'still quiet: a minute -10% (draw 0.25)');
+  clock.advance(57_000);
+  t.same(await nextCheck(3), [66_000], 'still quiet: a minute +10% (draw 1)');
   clock.advance(1_000);
   routeTo(sibling);
   t.same(clock.pending(), [4_000], "the workload's first request brings the next check to a period after the last");
   t.equal(traffic.waiters.size, 0);
   clock.advance(4_000);
-  t.same(await nextCheck(3), [5_000], 'once a request was routed to the workload: the period');
+  t.same(await nextCheck(4), [5_000], 'once a request was routed to the workload: the period');
   traffic.routed = false;
   open = false;
   clock.advance(5_000);
-  t.same(await nextCheck(4), [5_000], 'a failed check keeps the period, though the replica is still ready');
+  t.same(await nextCheck(5), [5_000], 'a failed check keeps the period, though the replica is still ready');
   t.equal(r.ready, true, 'one failure of three');
   clock.advance(5_000);
-  await nextCheck(5);
+  await nextCheck(6);
   clock.advance(5_000);
-  t.same(await nextCheck(6), [5_000], 'not ready: the period');
+  t.same(await nextCheck(7), [5_000], 'not ready: the period');
   t.equal(r.ready, false);
   open = true;
   clock.advance(5_000);
-  t.same(await nextCheck(7), [60_000], 'ready again and still no traffic: quiet');
+  t.same(await nextCheck(8), [32_500], 'ready again and still no traffic: quiet, the first quiet wait drawn again');
   t.equal(r.ready, true);
   t.equal(traffic.waiters.size, 1, 'waiting for the first request');
   stop();
   t.equal(traffic.waiters.size, 0, 'stopping the probe forgets it');
   t.same(clock.pending(), []);
+});
+
+t.test('quietWait: quiet checks of many replicas spread over the minute, and stay spread', async (t) => {
+  t.equal(quietWait(5_000, 60_000, false, () => 0), 5_000, 'the first quiet wait is never shorter than the period');
+  t.equal(quietWait(5_000, 60_000, false, () => 1), 60_000, '... nor longer than the quiet period');
+  t.equal(quietWait(5_000, 60_000, true, () => 0), 54_000, 'later waits: the quiet period -10%');
+  t.equal(quietWait(5_000, 60_000, true, () => 1), 66_000, '... to +10%');
+  t.equal(quietWait(90_000, 60_000, false, () => 0.5), 90_000, 'a period longer than the quiet one is kept');
+  // Ten thousand replicas that turned ready within the same second: their quiet checks, first and
+  // second, counted per second. Evenly spread would be ~180 a second (55 s for the first).
+  const perSecond = (waits: number[]): number => {
+    const counts = new Map<number, number>();
+    for (const w of waits) counts.set(Math.floor(w / 1000), (counts.get(Math.floor(w / 1000)) ?? 0) + 1);
+    return Math.max(...counts.values());
+  };
+  const first = Array.from({ length: 10_000 }, () => quietWait(5_000, 60_000, false, Math.random));
+  t.ok(perSecond(first) < 400, `first quiet checks: at most ${perSecond(first)} in any second`);
+  const second = first.map((w) => w + quietWait(5_000, 60_000, true, Math.random));
+  t.ok(perSecond(second) < 400, `second quiet checks: at most ${perSecond(second)} in any second`);
+  const together = Array.from({ length: 10_000 }, () => 60_000);
+  t.equal(perSecond(together), 10_000, 'the measure itself: a fixed minute puts them all in one second');
 });
 
 t.test('startProbing: a replica that is not ready yet keeps the period while its workload is quiet', async (t) => {
