@@ -11,6 +11,16 @@ import { fastHistogram, type FastHistogram, type Observer } from './fast-metrics
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
+/**
+ * prom-client's default process metrics, as every svcproxy process exports them. The event-loop lag
+ * histogram is fed by a timer at this precision: prom-client's default of 10 ms woke an idle sidecar
+ * 100 times a second, 0.7% of a core doing nothing (~70 µs a wake-up on a small VM); at 100 ms
+ * (the overload guard's own sampling interval) the lag percentiles still have ten samples a second.
+ */
+export function collectProcessMetrics(register: Registry): void {
+  collectDefaultMetrics({ register, prefix: 'svcproxy_process_', eventLoopMonitoringPrecision: 100 });
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly requests: Counter<'workload' | 'location' | 'status_class'>;
@@ -113,7 +123,7 @@ export class Metrics {
         },
       });
     }
-    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'svcproxy_process_' });
+    if (opts.defaultMetrics) collectProcessMetrics(this.registry);
   }
 
   countRequest(workload: string, location: string, status: number, upstreamSeconds: number | undefined): void {

@@ -6,7 +6,8 @@
  * snapshot, the workers (pid, ready, generation applied, restarts), and the replica table merged
  * over workers (`mergeReplicas`). A worker that does not answer in time is left out of a scrape.
  */
-import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../admin/metrics.js';
 import type { MetricsSource } from '../admin/server.js';
 import type { ReplicaView } from './messages.js';
 
@@ -38,7 +39,7 @@ export function primaryMetrics(count: number, ready: () => number): PrimaryMetri
     },
   });
   const restarts = new Counter({ name: 'svcproxy_worker_restarts_total', help: 'Worker processes restarted after they exited', registers });
-  collectDefaultMetrics({ register: registry, prefix: 'svcproxy_process_' });
+  collectProcessMetrics(registry);
   return { registry, configReloads, restarts };
 }
 
