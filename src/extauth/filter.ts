@@ -25,7 +25,7 @@ import { compileExclusions, rawHeaderLookup, type Predicate } from './exclusions
 import { GrpcAuthClient } from './grpc-client.js';
 import { HttpAuthClient } from './http-client.js';
 import { extAuthMetrics, type ExtAuthMetrics } from './metrics.js';
-import { authWire } from './proto.js';
+import { STATUS_CODES } from './decode.js';
 import { authority, compileExtAuthTags, type ExtAuthConfig } from './tags.js';
 
 /** Envoy's `with_request_body.max_request_bytes` as the platform sets it. */
@@ -126,7 +126,7 @@ export class ExtAuthFilter implements Filter {
         now: env.clock.wallNow(),
       }, body);
       const result = await this.transport.client.check(request, config.timeoutMs);
-      decision = result.ok ? fromCheckResponse(result.response, view.headers, authWire().statusCodes) : { kind: 'error', reason: result.reason };
+      decision = result.ok ? fromCheckResponse(result.response, view.headers, STATUS_CODES) : { kind: 'error', reason: result.reason };
     } else {
       const headers: Record<string, string> = { host: ex.host, 'content-length': String(body?.bytes.length ?? 0) };
       const auth = ex.req.headers.authorization;

@@ -12,7 +12,8 @@ import type { Clock } from '../deps.js';
 import { encodeCheckRequest } from './encode.js';
 import type { CheckRequestObject } from './attributes.js';
 import { GRPC_PREFIX, prefixInPlace, statusName, UnaryChannel } from '../grpc/unary.js';
-import { authWire, type CheckResponseObject } from './proto.js';
+import type { CheckResponseObject } from './proto.js';
+import { CHECK_PATH, decodeCheckResponse } from './decode.js';
 
 export type GrpcCallResult =
   | { readonly ok: true; readonly response: CheckResponseObject }
@@ -32,7 +33,6 @@ export const MAX_RESPONSE_BYTES = 1 << 20;
 
 export class GrpcAuthClient {
   private readonly channel: UnaryChannel;
-  private readonly method = authWire().check;
 
   constructor(opts: GrpcAuthClientOptions) {
     this.channel = new UnaryChannel({
@@ -52,12 +52,12 @@ export class GrpcAuthClient {
     } catch (err) {
       return { ok: false, reason: `request not encoded: ${(err as Error).message}`, timeout: false };
     }
-    const result = await this.channel.callFramed(this.method.path, frame, timeoutMs);
+    const result = await this.channel.callFramed(CHECK_PATH, frame, timeoutMs);
     if (!result.ok) {
       return { ok: false, reason: result.timeout ? result.message : `${statusName(result.code)}: ${result.message}`, timeout: result.timeout };
     }
     try {
-      return { ok: true, response: this.method.responseDeserialize(result.message) };
+      return { ok: true, response: decodeCheckResponse(result.message) };
     } catch (err) {
       return { ok: false, reason: `undecodable answer: ${(err as Error).message}`, timeout: false };
     }

@@ -8,6 +8,7 @@
 import t from 'tap';
 import type { MethodDefinition, PackageDefinition } from '@grpc/proto-loader';
 import { authWire } from '../../src/extauth/proto.js';
+import { decodeCheckResponse } from '../../src/extauth/decode.js';
 import { envoyAuthDefinition } from '../fixtures/extauth/servers.js';
 
 interface Field { name: string; number: number; label: string; type: string; typeName: string }
@@ -155,6 +156,7 @@ t.test('CheckResponse: Envoy encodes, ours decodes the same (and back)', async (
     const bytes = envoyCheck.responseSerialize(withExtras);
     const decoded = ourCheck.responseDeserialize(bytes) as Record<string, unknown>;
     t.match(decoded, message, `${name}: decoded by ours`);
+    t.same(decodeCheckResponse(bytes), decoded, `${name}: the proxy's own reader gives the same`);
     t.equal(decoded.http_response, name === 'ok' ? 'ok_response' : 'denied_response', 'the oneof name');
     const back = envoyCheck.responseDeserialize(ourCheck.responseSerialize(decoded));
     t.match(back, message, `${name}: ours re-encodes what Envoy decodes the same`);
