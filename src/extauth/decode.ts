@@ -5,8 +5,8 @@
  * field for field (test/extauth/decode.test.ts compares the two), at a fraction of its cost and
  * without loading the protos. Unknown fields are skipped; malformed bytes throw `ProtoError`.
  */
-import { key, ProtoReader } from '../grpc/proto-reader.js';
-import type { CheckResponseObject, HeaderValueObject, HeaderValueOptionObject } from './proto.js';
+import { key, ProtoReader, readHeaderValue } from '../grpc/proto-reader.js';
+import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 /** `Check`'s path (package, service and method names of external_auth.proto). */
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
@@ -46,32 +46,19 @@ const STATUS_NAMES = new Map([...STATUS_CODES].map(([name, number]) => [number, 
 
 /** HeaderAppendAction's names by number. */
 const APPEND_ACTIONS = ['APPEND_IF_EXISTS_OR_ADD', 'ADD_IF_ABSENT', 'OVERWRITE_IF_EXISTS_OR_ADD', 'OVERWRITE_IF_EXISTS'];
-const NO_BYTES = Buffer.alloc(0);
 
 /** An enum value as proto-loader gives it with `enums: String`: its name, or the number when unnamed. */
 function enumValue(names: ReadonlyMap<number, string> | readonly string[], n: number): string | number {
   return (Array.isArray(names) ? names[n] : (names as ReadonlyMap<number, string>).get(n)) ?? n;
 }
 
-/** HeaderValue { key 1, value 2, raw_value 3 } */
-function headerValue(r: ProtoReader): HeaderValueObject {
-  const h: HeaderValueObject = { key: '', value: '', raw_value: NO_BYTES };
-  while (!r.done) {
-    const k = r.key();
-    if (k === DELIMITED_1) h.key = r.string();
-    else if (k === DELIMITED_2) h.value = r.string();
-    else if (k === DELIMITED_3) h.raw_value = r.bytes();
-    else r.skip(k);
-  }
-  return h;
-}
 
 /** HeaderValueOption { header 1, append 2 (BoolValue { value 1 }), append_action 3, keep_empty_value 4 } */
 function headerValueOption(r: ProtoReader): HeaderValueOptionObject {
   const o: HeaderValueOptionObject = { header: null, append: null, append_action: 'APPEND_IF_EXISTS_OR_ADD', keep_empty_value: false };
   while (!r.done) {
     const k = r.key();
-    if (k === DELIMITED_1) o.header = headerValue(r.message());
+    if (k === DELIMITED_1) o.header = readHeaderValue(r.message());
     else if (k === DELIMITED_2) {
       const b = r.message();
       const append = { value: false };

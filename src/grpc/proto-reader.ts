@@ -120,3 +120,24 @@ export class ProtoReader {
     this.pos += n;
   }
 }
+
+const NO_BYTES = Buffer.alloc(0);
+const HV_KEY = key(1, 2);
+const HV_VALUE = key(2, 2);
+const HV_RAW_VALUE = key(3, 2);
+
+/**
+ * `envoy.config.core.v3.HeaderValue { key 1, value 2, raw_value 3 }`, which Envoy's rate-limit and
+ * authorization answers both carry, as proto-loader gives it (defaults filled in).
+ */
+export function readHeaderValue(r: ProtoReader): { key: string; value: string; raw_value: Buffer } {
+  const h: { key: string; value: string; raw_value: Buffer } = { key: '', value: '', raw_value: NO_BYTES };
+  while (!r.done) {
+    const k = r.key();
+    if (k === HV_KEY) h.key = r.string();
+    else if (k === HV_VALUE) h.value = r.string();
+    else if (k === HV_RAW_VALUE) h.raw_value = r.bytes();
+    else r.skip(k);
+  }
+  return h;
+}

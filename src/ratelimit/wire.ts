@@ -7,7 +7,7 @@
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
-import { key, ProtoReader } from '../grpc/proto-reader.js';
+import { key, ProtoReader, readHeaderValue } from '../grpc/proto-reader.js';
 import { ProtoWriter } from '../grpc/proto-writer.js';
 import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
 
@@ -134,20 +134,7 @@ function enumName<T extends string>(names: readonly T[], n: number): T {
 }
 
 const CODE_NAMES: readonly Code[] = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
-const NO_BYTES = Buffer.alloc(0);
 
-/** HeaderValue { key 1, value 2, raw_value 3 } */
-function decodeHeaderValue(r: ProtoReader): HeaderValue {
-  const h: HeaderValue = { key: '', value: '', raw_value: NO_BYTES };
-  while (!r.done) {
-    const k = r.key();
-    if (k === DELIMITED_1) h.key = r.string();
-    else if (k === DELIMITED_2) h.value = r.string();
-    else if (k === DELIMITED_3) h.raw_value = r.bytes();
-    else r.skip(k);
-  }
-  return h;
-}
 
 /** DescriptorStatus { code 1, current_limit 2 { requests_per_unit 1, unit 2, name 3 }, limit_remaining 3, duration_until_reset 4 { seconds 1, nanos 2 } } */
 function decodeDescriptorStatus(r: ProtoReader): DescriptorStatus {
@@ -190,8 +177,8 @@ export function decodeRateLimitResponse(bytes: Uint8Array): RateLimitResponse {
     const k = r.key();
     if (k === VARINT_1) response.overall_code = enumName(CODE_NAMES, r.varint());
     else if (k === DELIMITED_2) response.statuses.push(decodeDescriptorStatus(r.message()));
-    else if (k === DELIMITED_3) response.response_headers_to_add.push(decodeHeaderValue(r.message()));
-    else if (k === DELIMITED_4) response.request_headers_to_add.push(decodeHeaderValue(r.message()));
+    else if (k === DELIMITED_3) response.response_headers_to_add.push(readHeaderValue(r.message()));
+    else if (k === DELIMITED_4) response.request_headers_to_add.push(readHeaderValue(r.message()));
     else r.skip(k);
   }
   return response;
