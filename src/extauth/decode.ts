@@ -5,7 +5,7 @@
  * field for field (test/extauth/decode.test.ts compares the two), at a fraction of its cost and
  * without loading the protos. Unknown fields are skipped; malformed bytes throw `ProtoError`.
  */
-import { key, ProtoReader, readHeaderValue } from '../grpc/proto-reader.js';
+import { key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
 import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 /** `Check`'s path (package, service and method names of external_auth.proto). */
@@ -107,17 +107,8 @@ function okResponse(r: ProtoReader): Ok {
     if (k === DELIMITED_2) o.headers.push(headerValueOption(r.message()));
     else if (k === DELIMITED_5) o.headers_to_remove.push(r.string());
     else if (k === DELIMITED_6) o.response_headers_to_add.push(headerValueOption(r.message()));
-    else if (k === DELIMITED_7) {
-      const q = r.message();
-      const param = { key: '', value: '' };
-      while (!q.done) {
-        const t = q.key();
-        if (t === DELIMITED_1) param.key = q.string();
-        else if (t === DELIMITED_2) param.value = q.string();
-        else q.skip(t);
-      }
-      o.query_parameters_to_set.push(param);
-    } else if (k === DELIMITED_8) o.query_parameters_to_remove.push(r.string());
+    else if (k === DELIMITED_7) o.query_parameters_to_set.push(readKeyValue(r.message()));
+    else if (k === DELIMITED_8) o.query_parameters_to_remove.push(r.string());
     else r.skip(k);
   }
   return o;

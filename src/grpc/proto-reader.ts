@@ -1,6 +1,6 @@
 /**
- * A protobuf reader over one message's bytes, for the RLS messages decoded on hot paths (the
- * service's requests, the proxy's answers): varints (up to 2^53; int64 and int32 exactly, negatives
+ * A protobuf reader over one message's bytes, for the messages decoded on hot paths (the RLS
+ * service's requests, its answers to the proxy, ext_authz answers): varints (up to 2^53; int64 and int32 exactly, negatives
  * included), length-delimited fields as views, and skipping of every field it does not know (wire
  * types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated field,
  * a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
@@ -122,9 +122,9 @@ export class ProtoReader {
 }
 
 const NO_BYTES = Buffer.alloc(0);
-const HV_KEY = key(1, 2);
-const HV_VALUE = key(2, 2);
-const HV_RAW_VALUE = key(3, 2);
+const DELIMITED_1 = key(1, 2);
+const DELIMITED_2 = key(2, 2);
+const DELIMITED_3 = key(3, 2);
 
 /**
  * `envoy.config.core.v3.HeaderValue { key 1, value 2, raw_value 3 }`, which Envoy's rate-limit and
@@ -134,10 +134,22 @@ export function readHeaderValue(r: ProtoReader): { key: string; value: string; r
   const h: { key: string; value: string; raw_value: Buffer } = { key: '', value: '', raw_value: NO_BYTES };
   while (!r.done) {
     const k = r.key();
-    if (k === HV_KEY) h.key = r.string();
-    else if (k === HV_VALUE) h.value = r.string();
-    else if (k === HV_RAW_VALUE) h.raw_value = r.bytes();
+    if (k === DELIMITED_1) h.key = r.string();
+    else if (k === DELIMITED_2) h.value = r.string();
+    else if (k === DELIMITED_3) h.raw_value = r.bytes();
     else r.skip(k);
   }
   return h;
+}
+
+/** A message of two strings, `key` 1 and `value` 2 (a rate-limit descriptor's entry, a query parameter). */
+export function readKeyValue(r: ProtoReader): { key: string; value: string } {
+  const kv = { key: '', value: '' };
+  while (!r.done) {
+    const k = r.key();
+    if (k === DELIMITED_1) kv.key = r.string();
+    else if (k === DELIMITED_2) kv.value = r.string();
+    else r.skip(k);
+  }
+  return kv;
 }

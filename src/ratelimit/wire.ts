@@ -7,7 +7,7 @@
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
-import { key, ProtoReader, readHeaderValue } from '../grpc/proto-reader.js';
+import { key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
 import { ProtoWriter } from '../grpc/proto-writer.js';
 import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
 
@@ -30,17 +30,8 @@ function descriptor(r: ProtoReader): RateLimitDescriptor {
   const d: RateLimitDescriptor = { entries: [], limit: null };
   while (!r.done) {
     const k = r.key();
-    if (k === DELIMITED_1) {
-      const e = r.message();
-      const entry = { key: '', value: '' };
-      while (!e.done) {
-        const t = e.key();
-        if (t === DELIMITED_1) entry.key = e.string();
-        else if (t === DELIMITED_2) entry.value = e.string();
-        else e.skip(t);
-      }
-      d.entries.push(entry);
-    } else if (k === DELIMITED_2) {
+    if (k === DELIMITED_1) d.entries.push(readKeyValue(r.message()));
+    else if (k === DELIMITED_2) {
       const l = r.message();
       const limit = { requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
       while (!l.done) {
