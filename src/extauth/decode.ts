@@ -5,7 +5,7 @@
  * field for field (test/extauth/decode.test.ts compares the two), at a fraction of its cost and
  * without loading the protos. Unknown fields are skipped; malformed bytes throw `ProtoError`.
  */
-import { key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
+import { enumName, key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
 import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 /** `Check`'s path (package, service and method names of external_auth.proto). */
@@ -22,7 +22,7 @@ const DELIMITED_6 = key(6, 2);
 const DELIMITED_7 = key(7, 2);
 const DELIMITED_8 = key(8, 2);
 
-/** envoy.type.v3.StatusCode: its names and numbers (each an HTTP status, but `Empty`). */
+/** envoy.type.v3.StatusCode: its names and numbers (each an HTTP status, but `Empty`). Unnamed numbers stay numbers, as proto-loader leaves them. */
 const STATUS_CODE_TABLE =
   'Empty=0 Continue=100 OK=200 Created=201 Accepted=202 NonAuthoritativeInformation=203 NoContent=204 ResetContent=205 ' +
   'PartialContent=206 MultiStatus=207 AlreadyReported=208 IMUsed=226 MultipleChoices=300 MovedPermanently=301 Found=302 ' +
@@ -47,12 +47,6 @@ const STATUS_NAMES = new Map([...STATUS_CODES].map(([name, number]) => [number, 
 /** HeaderAppendAction's names by number. */
 const APPEND_ACTIONS = ['APPEND_IF_EXISTS_OR_ADD', 'ADD_IF_ABSENT', 'OVERWRITE_IF_EXISTS_OR_ADD', 'OVERWRITE_IF_EXISTS'];
 
-/** An enum value as proto-loader gives it with `enums: String`: its name, or the number when unnamed. */
-function enumValue(names: ReadonlyMap<number, string> | readonly string[], n: number): string | number {
-  return (Array.isArray(names) ? names[n] : (names as ReadonlyMap<number, string>).get(n)) ?? n;
-}
-
-
 /** HeaderValueOption { header 1, append 2 (BoolValue { value 1 }), append_action 3, keep_empty_value 4 } */
 function headerValueOption(r: ProtoReader): HeaderValueOptionObject {
   const o: HeaderValueOptionObject = { header: null, append: null, append_action: 'APPEND_IF_EXISTS_OR_ADD', keep_empty_value: false };
@@ -68,7 +62,7 @@ function headerValueOption(r: ProtoReader): HeaderValueOptionObject {
         else b.skip(t);
       }
       o.append = append;
-    } else if (k === VARINT_3) o.append_action = enumValue(APPEND_ACTIONS, r.int32());
+    } else if (k === VARINT_3) o.append_action = enumName(APPEND_ACTIONS, r.int32());
     else if (k === VARINT_4) o.keep_empty_value = r.varint() !== 0;
     else r.skip(k);
   }
@@ -88,8 +82,10 @@ function deniedResponse(r: ProtoReader): Denied {
       const status: { code: string | number } = { code: 'Empty' };
       while (!s.done) {
         const t = s.key();
-        if (t === VARINT_1) status.code = enumValue(STATUS_NAMES, s.int32());
-        else s.skip(t);
+        if (t === VARINT_1) {
+          const n = s.int32();
+          status.code = STATUS_NAMES.get(n) ?? n;
+        } else s.skip(t);
       }
       d.status = status;
     } else if (k === DELIMITED_2) d.headers.push(headerValueOption(r.message()));

@@ -1,9 +1,9 @@
 /**
  * A protobuf reader over one message's bytes, for the messages decoded on hot paths (the RLS
- * service's requests, its answers to the proxy, ext_authz answers): varints (up to 2^53; int64 and int32 exactly, negatives
- * included), length-delimited fields as views, and skipping of every field it does not know (wire
- * types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated field,
- * a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
+ * service's requests, its answers to the proxy, ext_authz answers): varints (up to 2^53; int64 and
+ * int32 exactly, negatives included), length-delimited fields as views, and skipping of every field
+ * it does not know (wire types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated
+ * field, a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
  */
 export class ProtoError extends Error {
   override name = 'ProtoError';
@@ -152,4 +152,9 @@ export function readKeyValue(r: ProtoReader): { key: string; value: string } {
     else r.skip(k);
   }
   return kv;
+}
+
+/** An enum number by name; a number the proto does not name stays a number, as proto-loader leaves it. */
+export function enumName<T extends string>(names: readonly T[], n: number): T {
+  return names[n] ?? (n as unknown as T);
 }

@@ -7,7 +7,7 @@
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
-import { key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
+import { enumName, key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
 import { ProtoWriter } from '../grpc/proto-writer.js';
 import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
 
@@ -119,13 +119,7 @@ export function encodeRateLimitResponse(response: RateLimitResponse): Buffer {
   return w.view();
 }
 
-/** An enum number by name; a number the proto does not name stays a number, as proto-loader leaves it. */
-function enumName<T extends string>(names: readonly T[], n: number): T {
-  return names[n] ?? (n as unknown as T);
-}
-
 const CODE_NAMES: readonly Code[] = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
-
 
 /** DescriptorStatus { code 1, current_limit 2 { requests_per_unit 1, unit 2, name 3 }, limit_remaining 3, duration_until_reset 4 { seconds 1, nanos 2 } } */
 function decodeDescriptorStatus(r: ProtoReader): DescriptorStatus {
