@@ -20,7 +20,7 @@ import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
 import type { RequestTelemetry } from '../proxy/telemetry.js';
 import { createTelemetry } from '../tracing/index.js';
-import { DEFAULT_PROBE, quietWhileUnrouted, startProbing } from '../local/probe.js';
+import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
 
@@ -107,6 +107,8 @@ export class Runtime {
   private deployed = new Map<string, DeployedReplica>();
   /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
   private readonly traffic = new Map<string, WorkloadTraffic>();
+  /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
+  private readonly quietSlots: QuietSlots;
   private listening = false;
   private stopping = false;
 
@@ -117,7 +119,9 @@ export class Runtime {
     readonly metrics: Metrics,
     readonly replicas: ReplicaRegistry,
     readonly dataplane: DataPlane,
-  ) {}
+  ) {
+    this.quietSlots = new QuietSlots(deps.clock);
+  }
 
   static async start(opts: RuntimeOptions): Promise<Runtime> {
     const deps: Deps = {
@@ -205,7 +209,7 @@ export class Runtime {
       if (!workload) continue;
       let traffic = this.traffic.get(key);
       if (!traffic) this.traffic.set(key, (traffic = workloadTraffic()));
-      const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS);
+      const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS, this.quietSlots);
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
       for (const d of list) {

@@ -4,7 +4,7 @@ import { createServer as createTcpServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../src/routing/replicas.js';
-import { addressOfDeployment, nextProbeState, quietWait, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
+import { addressOfDeployment, nextProbeState, QuietSlots, quietWait, type QuietCheck, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
 import { checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
 import { allocatePort } from '../../src/local/ports.js';
 import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
@@ -287,7 +287,7 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
       return { host: '127.0.0.1', port: open ? port : target };
     },
     { ...testDeps(), clock, registry, random: () => draws.shift() ?? 0.5 },
-    quietWhileUnrouted(traffic, 60_000),
+    quietWhileUnrouted(traffic, 60_000, new QuietSlots(clock)),
   );
   t.teardown(stop);
   const nextCheck = async (n: number): Promise<number[]> => {
@@ -328,6 +328,39 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   t.same(clock.pending(), []);
 });
 
+t.test('QuietSlots: checks run at their slot, one timer for the earliest slot, cancelled ones never', async (t) => {
+  const clock = new FakeClock();
+  const slots = new QuietSlots(clock);
+  const ran: string[] = [];
+  const check = (name: string): QuietCheck => ({ run: () => ran.push(name), gen: 0, at: undefined });
+  const [a, b, c, d] = [check('a'), check('b'), check('c'), check('d')];
+  slots.schedule(a, 500);
+  slots.schedule(b, 250);
+  slots.schedule(c, 500);
+  slots.schedule(d, 750);
+  t.same(clock.pending(), [250], 'one timer, for the earliest slot');
+  t.equal(slots.size, 3);
+  clock.advance(250);
+  t.same(ran, ['b']);
+  t.same(clock.pending(), [250], 'then the next slot');
+  slots.cancel(c);
+  slots.schedule(d, 500);
+  t.equal(slots.size, 1, 'the slot d left is dropped with its last entry');
+  clock.advance(250);
+  t.same(ran, ['b', 'a', 'd'], 'slot 500: a and the rescheduled d, not the cancelled c');
+  t.same(clock.pending(), [], 'nothing waits, no timer');
+  t.equal(slots.size, 0);
+  slots.schedule(a, 1000);
+  slots.cancel(a);
+  t.same(clock.pending(), [], "a slot's last entry cancelled: its timer goes too");
+  slots.schedule(a, 1250);
+  slots.cancel(a);
+  slots.schedule(a, 1250);
+  clock.advance(1000);
+  t.same(ran, ['b', 'a', 'd', 'a'], 'cancelled and scheduled again into the same slot: runs once');
+  t.equal(a.at, undefined, 'a check that ran waits for nothing');
+});
+
 t.test('quietWait: quiet checks of many replicas spread over the minute, and stay spread', async (t) => {
   t.equal(quietWait(5_000, 60_000, false, () => 0), 5_000, 'the first quiet wait is never shorter than the period');
   t.equal(quietWait(5_000, 60_000, false, () => 1), 60_000, '... nor longer than the quiet period');
@@ -363,7 +396,7 @@ t.test('startProbing: a replica that is not ready yet keeps the period while its
       return { host: '127.0.0.1', port: closed };
     },
     { ...testDeps(), clock, registry },
-    quietWhileUnrouted(workloadTraffic(), 60_000),
+    quietWhileUnrouted(workloadTraffic(), 60_000, new QuietSlots(clock)),
   );
   t.teardown(stop);
   clock.advance(0);
