@@ -64,12 +64,10 @@ export function checkTcp(target: HostPort, signal: AbortSignal): Promise<boolean
       if (settled) return;
       settled = true;
       signal.removeEventListener('abort', onAbort);
-      // A connection that was made is closed with a reset (SO_LINGER 0), as Kubernetes' probes and
-      // Envoy's TCP health checks close theirs: an orderly close would leave each check's socket in
-      // TIME_WAIT for a minute (ten thousand of them at a router checking ten thousand replicas, each
-      // holding an ephemeral port) and costs both ends two more packets.
-      if (ok) socket.resetAndDestroy();
-      else socket.destroy();
+      // An orderly close, not a reset: an app whose sockets have no 'error' listener (a bare Node
+      // net server) dies of an ECONNRESET. The price is a socket in TIME_WAIT per check for a minute,
+      // which holds no descriptor; each replica's address has its own range of ephemeral ports.
+      socket.destroy();
       resolve(ok);
     };
     // The timeout is a timer, and timers run before I/O in each turn of the event loop: when this
