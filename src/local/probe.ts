@@ -174,7 +174,7 @@ export class QuietSlots {
     if (at === this.timerAt) this.arm(this.times[0]);
   }
 
-  /** Slots waiting (for tests and metrics). */
+  /** How many slots have checks waiting. */
   get size(): number {
     return this.times.length;
   }
