@@ -4,12 +4,13 @@
  * that do not exclude it, each resolved to gRPC targets through the named cluster of `clusters[]`
  * (`STATIC`, `STRICT_DNS` or `LOGICAL_DNS` with `load_assignment` socket addresses; a cluster that
  * excludes the workload does not count). `google_grpc.target_uri` is accepted in place of a cluster.
- * A cluster's `envoy.transport_sockets.tls` makes the stream TLS (its `sni` and `trusted_ca`, read
- * here: a CA file is read on every load). Entries that cannot be used (unknown cluster, no endpoint,
- * `EDS`, a transport socket or TLS option svcproxy cannot honour, an unreadable CA file) are skipped
+ * A cluster's `envoy.transport_sockets.tls` makes the stream TLS (its `sni`, `trusted_ca` and client
+ * certificate, read here: files are read on every load). Entries that cannot be used (unknown
+ * cluster, no endpoint, `EDS`, a transport socket or TLS option svcproxy cannot honour, an unreadable
+ * file, a key that is not the certificate's) are skipped
  * with a note the caller logs once, never sent in plaintext instead. No sockets here.
  */
-import { createHash } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { SidecarEnvoyModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { workloadRef } from '../config/links.js';
@@ -47,6 +48,9 @@ export interface AccessLogTls {
   readonly ca?: string;
   /** `sni`: the server name sent and the name the certificate must carry (else the target's host). */
   readonly sni?: string;
+  /** PEM of the client certificate (`tls_certificates[0]`) and its key, for servers that ask for one. */
+  readonly cert?: string;
+  readonly key?: string;
 }
 
 export interface AccessLogPlan {
@@ -136,28 +140,62 @@ export function clusterTls(cluster: Record<string, unknown>, readFile: ReadFile 
   if (socket.name !== TLS_TRANSPORT_SOCKET) return { problem: `transport_socket ${JSON.stringify(socket.name)} is not supported (only ${TLS_TRANSPORT_SOCKET})` };
   const context = isObject(socket.typed_config) ? socket.typed_config : {};
   const common = isObject(context.common_tls_context) ? context.common_tls_context : {};
-  if (common.tls_certificates !== undefined || common.tls_certificate_sds_secret_configs !== undefined) {
-    return { problem: 'transport_socket: client certificates (tls_certificates) are not supported' };
+  if (common.tls_certificate_sds_secret_configs !== undefined) {
+    return { problem: 'transport_socket: client certificates from SDS (tls_certificate_sds_secret_configs) are not supported' };
   }
   if (common.validation_context_sds_secret_config !== undefined || common.combined_validation_context !== undefined) {
     return { problem: 'transport_socket: only common_tls_context.validation_context.trusted_ca is supported for the CA' };
   }
-  const out: { ca?: string; sni?: string } = {};
+  const out: { ca?: string; sni?: string; cert?: string; key?: string } = {};
   if (typeof context.sni === 'string' && context.sni !== '') out.sni = context.sni;
   const validation = isObject(common.validation_context) ? common.validation_context : {};
-  const ca = isObject(validation.trusted_ca) ? validation.trusted_ca : undefined;
-  if (ca) {
-    if (typeof ca.inline_string === 'string') out.ca = ca.inline_string;
-    else if (typeof ca.inline_bytes === 'string') out.ca = Buffer.from(ca.inline_bytes, 'base64').toString('utf8');
-    else if (typeof ca.filename === 'string') {
-      try {
-        out.ca = readFile(ca.filename);
-      } catch (err) {
-        return { problem: `transport_socket: cannot read trusted_ca ${JSON.stringify(ca.filename)}: ${(err as Error).message}` };
-      }
-    }
+  const ca = readDataSource(validation.trusted_ca, 'trusted_ca', readFile);
+  if (typeof ca === 'object') return ca;
+  if (ca !== undefined) out.ca = ca;
+  const certificates = Array.isArray(common.tls_certificates) ? common.tls_certificates : [];
+  const certificate = isObject(certificates[0]) ? certificates[0] : undefined;
+  if (certificate) {
+    const cert = readDataSource(certificate.certificate_chain, 'tls_certificates[0].certificate_chain', readFile);
+    if (typeof cert === 'object') return cert;
+    const key = readDataSource(certificate.private_key, 'tls_certificates[0].private_key', readFile);
+    if (typeof key === 'object') return key;
+    if (cert === undefined || key === undefined) return { problem: 'transport_socket: a client certificate needs both certificate_chain and private_key' };
+    const unusable = certificateProblem(cert, key);
+    if (unusable) return { problem: `transport_socket: tls_certificates[0]: ${unusable}` };
+    out.cert = cert;
+    out.key = key;
   }
   return out;
+}
+
+/** Why a PEM certificate chain and private key cannot be used together, or `undefined`. */
+function certificateProblem(cert: string, key: string): string | undefined {
+  let certificate: X509Certificate;
+  let privateKey: KeyObject;
+  try {
+    certificate = new X509Certificate(cert);
+  } catch (err) {
+    return `certificate_chain is not a PEM certificate (${(err as Error).message})`;
+  }
+  try {
+    privateKey = createPrivateKey(key);
+  } catch (err) {
+    return `private_key is not a PEM private key (${(err as Error).message})`;
+  }
+  return certificate.checkPrivateKey(privateKey) ? undefined : 'private_key does not belong to the certificate';
+}
+
+/** Envoy's `DataSource` (a file, inline text or base64 bytes) as text; `undefined` when absent. */
+function readDataSource(source: unknown, name: string, readFile: ReadFile): string | undefined | { problem: string } {
+  if (!isObject(source)) return undefined;
+  if (typeof source.inline_string === 'string') return source.inline_string;
+  if (typeof source.inline_bytes === 'string') return Buffer.from(source.inline_bytes, 'base64').toString('utf8');
+  if (typeof source.filename !== 'string') return undefined;
+  try {
+    return readFile(source.filename);
+  } catch (err) {
+    return { problem: `transport_socket: cannot read ${name} ${JSON.stringify(source.filename)}: ${(err as Error).message}` };
+  }
 }
 
 export function compileAccessLogPlan(snapshot: Snapshot, readFile: ReadFile = readText): AccessLogPlan {
@@ -217,7 +255,8 @@ export function compileAccessLogPlan(snapshot: Snapshot, readFile: ReadFile = re
       }
       const flushMs = durationMs(common.buffer_flush_interval) ?? DEFAULT_FLUSH_MS;
       const bufferBytes = typeof common.buffer_size_bytes === 'number' ? common.buffer_size_bytes : DEFAULT_BUFFER_BYTES;
-      const tlsKey = tls && [tls.sni ?? '', tls.ca === undefined ? '' : createHash('sha256').update(tls.ca).digest('hex')];
+      const digest = (pem: string | undefined): string => (pem === undefined ? '' : createHash('sha256').update(pem).digest('hex'));
+      const tlsKey = tls && [tls.sni ?? '', digest(tls.ca), digest(tls.cert), digest(tls.key)];
       const key = JSON.stringify([w.key, logName, targets, flushMs, bufferBytes, tlsKey ?? null]);
       const spec: AccessLogSpec = specs.get(key) ?? Object.freeze({
         key,

@@ -119,9 +119,11 @@ export class AccessLogStream {
     if (!client) {
       const tls = this.spec.tls;
       // TLS: the certificate must chain to trusted_ca (else the system roots) and name `sni` (else
-      // the target's host); `sni` is also the server name sent.
+      // the target's host); `sni` is also the server name sent. The client certificate, if any, is
+      // presented when the server asks for one.
       const { credentials: creds, Client } = grpcJs();
-      const credentials = tls ? creds.createSsl(tls.ca === undefined ? null : Buffer.from(tls.ca)) : creds.createInsecure();
+      const pem = (text: string | undefined): Buffer | null => (text === undefined ? null : Buffer.from(text));
+      const credentials = tls ? creds.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert)) : creds.createInsecure();
       const options = tls?.sni ? { ...CHANNEL_OPTIONS, 'grpc.ssl_target_name_override': tls.sni, 'grpc.default_authority': tls.sni } : CHANNEL_OPTIONS;
       client = new Client(target, credentials, options);
       this.clients.set(target, client);

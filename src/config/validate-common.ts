@@ -7,7 +7,7 @@ import type { Catalog } from './catalog.js';
 import { GVC_LINK_FORMS, LOCATION_LINK_FORMS, WORKLOAD_LINK_FORMS, linkOfKind, locationName } from './links.js';
 import { workloadGvc, type RawRecord } from './records.js';
 import {
-  anyObject, arr, bool, checkMember, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
+  all, anyObject, arr, bool, checkMember, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
 } from './schema.js';
 import { NAME_MAX, NAME_PATTERN, NAME_RULE, isAddressOrCidr, isScalar, parseDuration, parseHostPort, regexError } from './values.js';
 
@@ -148,14 +148,23 @@ const dataSource: Check = obj(
   { refine: (o, at, r) => exactlyOne(o, ['filename', 'inline_string', 'inline_bytes'], at, r) },
 );
 
+/** A client certificate: its chain and private key, both required (Envoy's `TlsCertificate`). */
+const tlsCertificate: Check = obj({ certificate_chain: dataSource, private_key: dataSource }, { required: ['certificate_chain', 'private_key'] });
+
 /**
  * `UpstreamTlsContext`, the members svcproxy reads (`sni`, `common_tls_context.validation_context
- * .trusted_ca`); Envoy's other members pass unchecked, and the access-log client says which it ignores.
+ * .trusted_ca`, `common_tls_context.tls_certificates`); Envoy's other members pass unchecked, and the
+ * access-log client says which it ignores. A client context has at most one certificate, as in Envoy.
  */
 const upstreamTlsContext: Check = obj({
   '@type': oneOf([UPSTREAM_TLS_CONTEXT]),
   sni: str({ max: 255 }),
-  common_tls_context: obj({ validation_context: obj({ trusted_ca: dataSource }) }),
+  common_tls_context: obj({
+    validation_context: obj({ trusted_ca: dataSource }),
+    tls_certificates: all(arr(tlsCertificate), (v, at, r) => {
+      if (Array.isArray(v) && v.length > 1) r.error(at, 'at most one certificate in a client (upstream) TLS context');
+    }),
+  }),
 });
 
 /** A cluster's `transport_socket`: any named socket; the TLS one's typed_config is checked. */

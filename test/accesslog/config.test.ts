@@ -12,6 +12,9 @@ import { responseFlags, duration } from '../../src/accesslog/entry.js';
 import type { Exchange } from '../../src/proxy/exchange.js';
 import { records } from '../helpers/harness.js';
 import { accessLog, cluster } from './fixtures.js';
+import { makePki } from '../fixtures/extauth/pki.js';
+
+const pki = makePki();
 
 function plan(gvcEnvoy: Record<string, unknown> | undefined, workloadEnvoy?: Record<string, unknown>, extra: Record<string, unknown>[] = []) {
   const recs = records({
@@ -93,7 +96,8 @@ t.test('a cluster\'s TLS transport socket: sni and trusted_ca (file, inline, bas
     ['inline CA', tls({ common_tls_context: { validation_context: { trusted_ca: { inline_string: 'INLINE' } } } }), { ca: 'INLINE' }],
     ['base64 CA', tls({ common_tls_context: { validation_context: { trusted_ca: { inline_bytes: Buffer.from('BYTES').toString('base64') } } } }), { ca: 'BYTES' }],
     ['another socket', tls({}, 'envoy.transport_sockets.alts'), { problem: /not supported/ }],
-    ['client certificates', tls({ common_tls_context: { tls_certificates: [{}] } }), { problem: /client certificates/ }],
+    ['a client certificate from SDS', tls({ common_tls_context: { tls_certificate_sds_secret_configs: [{ name: 'cert' }] } }), { problem: /from SDS .* not supported/ }],
+    ['a client certificate without its key', tls({ common_tls_context: { tls_certificates: [{ certificate_chain: { inline_string: 'C' } }] } }), { problem: /needs both certificate_chain and private_key/ }],
     ['a CA from SDS', tls({ common_tls_context: { validation_context_sds_secret_config: { name: 'ca' } } }), { problem: /only common_tls_context.validation_context.trusted_ca/ }],
     ['an unreadable CA file', tls({ common_tls_context: { validation_context: { trusted_ca: { filename: '/nope.pem' } } } }), { problem: /cannot read trusted_ca "\/nope.pem": ENOENT/ }],
   ];
@@ -113,6 +117,48 @@ t.test('a cluster\'s TLS transport socket: sni and trusted_ca (file, inline, bas
   const broken = compileAccessLogPlan(buildSnapshot(recs(tls({ common_tls_context: { validation_context: { trusted_ca: { filename: '/nope.pem' } } } })), defaultSettings), read);
   t.equal(broken.workloads.size, 0, 'never sent in plaintext instead');
   t.match(broken.notes, [/accessLog "edge" of shop\/api: cluster "als": transport_socket: cannot read trusted_ca "\/nope.pem".*; not logging/]);
+});
+
+t.test("a cluster's TLS client certificate: from files or inline, checked against its key", { skip: pki ? false : 'openssl not available' }, async (t) => {
+  t.teardown(() => pki!.cleanup());
+  const { client, rogue, server } = pki!;
+  const tls = (certificate: Record<string, unknown>) => ({
+    transport_socket: { name: 'envoy.transport_sockets.tls', typed_config: { common_tls_context: { tls_certificates: [certificate] } } },
+  });
+  const files: Record<string, string> = { '/client.pem': client.cert.toString(), '/client.key': client.key.toString() };
+  const read = (path: string): string => {
+    if (!(path in files)) throw new Error('ENOENT: no such file');
+    return files[path]!;
+  };
+  const inline = (pem: Buffer) => ({ inline_string: pem.toString() });
+  t.same(
+    clusterTls(tls({ certificate_chain: { filename: '/client.pem' }, private_key: { filename: '/client.key' } }), read),
+    { cert: client.cert.toString(), key: client.key.toString() },
+    'chain and key from files',
+  );
+  t.same(
+    clusterTls(tls({ certificate_chain: { inline_bytes: client.cert.toString('base64') }, private_key: inline(client.key) }), read),
+    { cert: client.cert.toString(), key: client.key.toString() },
+    'inline (bytes and string)',
+  );
+  const problems: [string, Record<string, unknown>, RegExp][] = [
+    ['an unreadable key file', { certificate_chain: inline(client.cert), private_key: { filename: '/nope.key' } }, /cannot read tls_certificates\[0\]\.private_key "\/nope.key": ENOENT/],
+    ["another certificate's key", { certificate_chain: inline(client.cert), private_key: inline(rogue.key) }, /private_key does not belong to the certificate/],
+    ['a chain that is no certificate', { certificate_chain: { inline_string: 'not a pem' }, private_key: inline(client.key) }, /certificate_chain is not a PEM certificate/],
+    ['a key that is no key', { certificate_chain: inline(server.cert), private_key: { inline_string: 'not a pem' } }, /private_key is not a PEM private key/],
+  ];
+  for (const [name, certificate, problem] of problems) t.match(clusterTls(tls(certificate), read), { problem }, name);
+
+  const recs = (certificate: Record<string, unknown>) => records({
+    replicas: { 'aws-us-east-2': ['127.0.0.1:1'] },
+    gvcSpec: { sidecar: { envoy: { accessLog: [accessLog('als')], clusters: [cluster('als', 9001, tls(certificate))] } } },
+  });
+  const mine = compileAccessLogPlan(buildSnapshot(recs({ certificate_chain: inline(client.cert), private_key: inline(client.key) }), defaultSettings), read);
+  const theirs = compileAccessLogPlan(buildSnapshot(recs({ certificate_chain: inline(server.cert), private_key: inline(server.key) }), defaultSettings), read);
+  t.not(mine.workloads.get('shop/api')![0]!.key, theirs.workloads.get('shop/api')![0]!.key, "the client certificate is part of the stream's identity");
+  const mismatched = compileAccessLogPlan(buildSnapshot(recs({ certificate_chain: inline(client.cert), private_key: inline(rogue.key) }), defaultSettings), read);
+  t.equal(mismatched.workloads.size, 0, 'a certificate that cannot be used: not logging, never without it');
+  t.match(mismatched.notes, [/cluster "als": transport_socket: tls_certificates\[0\]: private_key does not belong to the certificate; not logging/]);
 });
 
 t.test('response flags and durations of an entry', async (t) => {

@@ -35,8 +35,11 @@ export interface AlsServer {
   restart(): Promise<void>;
 }
 
-/** An access-log server on loopback; with `tls`, it serves TLS with that certificate. */
-export async function startAlsServer(t: TapLike, port = 0, opts: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<AlsServer> {
+/**
+ * An access-log server on loopback; with `tls`, it serves TLS with that certificate, and with
+ * `tls.clientCa` it also requires a client certificate that chains to that CA.
+ */
+export async function startAlsServer(t: TapLike, port = 0, opts: { tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer } } = {}): Promise<AlsServer> {
   let server: grpc.Server;
   const state: AlsServer = {
     port,
@@ -62,7 +65,7 @@ export async function startAlsServer(t: TapLike, port = 0, opts: { tls?: { cert:
       },
     });
     const credentials = opts.tls
-      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }])
+      ? grpc.ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], opts.tls.clientCa !== undefined)
       : grpc.ServerCredentials.createInsecure();
     state.port = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`127.0.0.1:${state.port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),

@@ -177,12 +177,47 @@ const CASES: Readonly<Record<string, Case>> = {
     set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { common_tls_context: { validation_context: { trusted_ca: '/ca.pem' } } } } },
     errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.validation_context.trusted_ca: must be an object`],
   },
+  'cluster TLS two client certificates': {
+    record: 'gvc/demo',
+    set: {
+      [`${ENVOY}.clusters[0].transport_socket`]: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: { common_tls_context: { tls_certificates: [{ certificate_chain: { filename: '/a.pem' }, private_key: { filename: '/a.key' } }, { certificate_chain: { filename: '/b.pem' }, private_key: { filename: '/b.key' } }] } },
+      },
+    },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificates: at most one certificate in a client (upstream) TLS context`],
+  },
+  'cluster TLS client certificate without its key, its chain from two sources': {
+    record: 'gvc/demo',
+    set: {
+      [`${ENVOY}.clusters[0].transport_socket`]: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: { common_tls_context: { tls_certificates: [{ certificate_chain: { filename: '/a.pem', inline_string: 'x' } }] } },
+      },
+    },
+    errors: [
+      `gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificates[0].private_key: is required`,
+      `gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificates[0].certificate_chain: must have exactly one of filename, inline_string, inline_bytes (found filename, inline_string)`,
+    ],
+  },
+  'cluster TLS client certificates not an array': {
+    record: 'gvc/demo',
+    set: { [`${ENVOY}.clusters[0].transport_socket`]: { name: 'envoy.transport_sockets.tls', typed_config: { common_tls_context: { tls_certificates: { certificate_chain: { filename: '/a.pem' } } } } } },
+    errors: [`gvc/demo: ${ENVOY}.clusters[0].transport_socket.typed_config.common_tls_context.tls_certificates: must be an array`],
+  },
   'cluster TLS transport socket well formed': {
     record: 'gvc/demo',
     set: {
       [`${ENVOY}.clusters[0].transport_socket`]: {
         name: 'envoy.transport_sockets.tls',
-        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', sni: 'als.internal', common_tls_context: { validation_context: { trusted_ca: { filename: '/ca.pem' } } } },
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+          sni: 'als.internal',
+          common_tls_context: {
+            validation_context: { trusted_ca: { filename: '/ca.pem' } },
+            tls_certificates: [{ certificate_chain: { filename: '/client.pem' }, private_key: { inline_string: 'KEY' } }],
+          },
+        },
       },
     },
     errors: [],

@@ -3,7 +3,9 @@
  * serving a certificate of a throw-away CA: a cluster's `envoy.transport_sockets.tls` with the CA as
  * a file or inline, and an `sni` the certificate must carry; a certificate that does not verify (no
  * CA given, so the public roots; a wrong `sni`; another CA) is a failed stream, counted and retried,
- * and never falls back to plaintext. Skipped where openssl is missing.
+ * and never falls back to plaintext. A server that requires a client certificate gets the
+ * cluster's `tls_certificates`; without one, or with one it does not trust, the stream fails.
+ * Skipped where openssl is missing.
  */
 import t from 'tap';
 import { Registry } from 'prom-client';
@@ -78,4 +80,30 @@ t.test('a certificate that does not verify is a failed stream, never plaintext',
     t.ok(await failedStreams(p.registry, 8000) > 0, `${name}: the stream failed`);
   }
   t.equal(als.entries().length, 0, 'nothing reached the server');
+});
+
+t.test('a server that asks for a client certificate gets the cluster\'s, and without one the stream fails', { skip: pki ? false : 'openssl not available' }, async (t) => {
+  const local = makePki()!;
+  t.teardown(() => local.cleanup());
+  const als = await startAlsServer(t, 0, { tls: { ...local.server, clientCa: local.ca } });
+  const trusted = { validation_context: { trusted_ca: { inline_string: local.ca.toString() } } };
+
+  const withCert = await plane(t, als.port, tlsSocket({
+    common_tls_context: { ...trusted, tls_certificates: [{ certificate_chain: { inline_string: local.client.cert.toString() }, private_key: { inline_string: local.client.key.toString() } }] },
+  }));
+  t.equal((await request(withCert.port, CANONICAL, '/with-cert')).status, 200);
+  await waitUntil(() => als.entries().some((e) => e.request.path === '/with-cert'), 8000, 'the entry sent with the client certificate');
+
+  const cases: [string, Record<string, unknown>][] = [
+    ['no client certificate', tlsSocket({ common_tls_context: trusted })],
+    ['a certificate the server does not trust', tlsSocket({
+      common_tls_context: { ...trusted, tls_certificates: [{ certificate_chain: { inline_string: local.rogue.cert.toString() }, private_key: { inline_string: local.rogue.key.toString() } }] },
+    })],
+  ];
+  for (const [name, transport] of cases) {
+    const p = await plane(t, als.port, transport);
+    t.equal((await request(p.port, CANONICAL, `/${name.replace(/\W+/g, '-')}`)).status, 200, `${name}: the request is not affected`);
+    t.ok(await failedStreams(p.registry, 8000) > 0, `${name}: the stream failed`);
+  }
+  t.notOk(als.entries().some((e) => e.request.path !== '/with-cert'), 'only the entry with the certificate reached the server');
 });
