@@ -24,8 +24,15 @@ import { checkExec, checkGrpc, checkHttp, checkTcp } from './checks.js';
 export type AddressOf = (declaredPort: number | undefined) => HostPort | undefined;
 
 export interface ProbeDeps extends Deps {
-  /** Receives readiness changes: the registry, or the supervisor's per-container aggregation. */
-  readonly registry: { setReady(replica: Replica, ready: boolean): void };
+  /**
+   * Receives readiness changes: the registry, or the supervisor's per-container aggregation. With
+   * `awaitingFirstCheck` (the registry, for `deployment` replicas), a request that finds none of a
+   * workload's replicas ready can run their first checks at once and wait for them.
+   */
+  readonly registry: {
+    setReady(replica: Replica, ready: boolean): void;
+    awaitingFirstCheck?(replica: Replica, bring: (() => Promise<void>) | undefined): void;
+  };
   /** Environment of exec probes (the replica's own); undefined inherits the supervisor's. */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -261,6 +268,10 @@ export function startProbing(
   let wasQuiet = false;
   /** When the last check started. */
   let lastStarted = 0;
+  /** Until the first check completes: resolves the promises handed out by `bringForward`. */
+  let firstDone: (() => void) | undefined;
+  let firstChecked: Promise<void> | undefined;
+  let firstComplete = false;
 
   const schedule = (ms: number): void => {
     timer = deps.clock.setTimeout(() => void tick(), ms);
@@ -279,6 +290,23 @@ export function startProbing(
     quiet!.slots.cancel(quietCheck);
     wasQuiet = false;
     schedule(Math.max(0, periodMs - (deps.clock.now() - lastStarted)));
+  };
+
+  /** The first check, now if it has not started (still in its initial delay); resolves when it is done. */
+  const bringForward = (): Promise<void> => {
+    if (firstComplete || stopped) return Promise.resolve();
+    firstChecked ??= new Promise<void>((resolve) => (firstDone = resolve));
+    if (running === undefined && timer !== undefined) {
+      deps.clock.clearTimeout(timer);
+      void tick();
+    }
+    return firstChecked;
+  };
+  const completeFirst = (): void => {
+    if (firstComplete) return;
+    firstComplete = true;
+    deps.registry.awaitingFirstCheck?.(replica, undefined);
+    firstDone?.();
   };
 
   const tick = async (): Promise<void> => {
@@ -309,6 +337,7 @@ export function startProbing(
       log.debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
     }
     if (next.ready !== state.ready || next.successes !== state.successes || next.failures !== state.failures) state = next;
+    completeFirst();
     if (quiet && passed && next.ready && !quiet.routed()) {
       const due = Math.ceil((started + quietWait(periodMs, quiet.periodMs, wasQuiet, deps.random)) / QUIET_SLOT_MS) * QUIET_SLOT_MS;
       quiet.slots.schedule(quietCheck, due);
@@ -321,11 +350,13 @@ export function startProbing(
   };
 
   deps.registry.setReady(replica, false);
+  if (quiet) deps.registry.awaitingFirstCheck?.(replica, bringForward);
   schedule(Math.max(0, p.initialDelaySeconds * 1000));
 
   return () => {
     if (stopped) return;
     stopped = true;
+    completeFirst();
     cancelWake?.();
     cancelWake = undefined;
     quiet?.slots.cancel(quietCheck);

@@ -63,6 +63,8 @@ const EMPTY: readonly Replica[] = Object.freeze([]);
 export class ReplicaRegistry extends EventEmitter {
   private readonly sources = new Map<string, readonly Replica[]>();
   private index = new Map<string, Map<string, Replica[]>>();
+  /** Per workload: its replicas whose first readiness check has not completed, each with a way to run it now. */
+  private readonly unchecked = new Map<string, Map<Replica, () => Promise<void>>>();
 
   /** Replace every replica that `source` contributes. */
   replace(source: string, replicas: readonly Replica[]): void {
@@ -93,6 +95,30 @@ export class ReplicaRegistry extends EventEmitter {
   hasReady(workload: string, location: string): boolean {
     for (const r of this.list(workload, location)) if (r.ready) return true;
     return false;
+  }
+
+  /**
+   * Called by probes of `deployment` replicas: `bring` runs the replica's first check now (if it has
+   * not started) and resolves when it has completed; `undefined` once it has (or the probe stopped).
+   */
+  awaitingFirstCheck(replica: Replica, bring: (() => Promise<void>) | undefined): void {
+    let byReplica = this.unchecked.get(replica.workload);
+    if (bring) {
+      if (!byReplica) this.unchecked.set(replica.workload, (byReplica = new Map()));
+      byReplica.set(replica, bring);
+    } else if (byReplica?.delete(replica) && byReplica.size === 0) {
+      this.unchecked.delete(replica.workload);
+    }
+  }
+
+  /**
+   * Runs now the first checks of the workload's replicas that have not completed one (a router that
+   * just started); one promise per replica, each resolving when its check is done. Empty when every
+   * replica has been checked.
+   */
+  firstChecks(workload: string): Promise<void>[] {
+    const byReplica = this.unchecked.get(workload);
+    return byReplica ? [...byReplica.values()].map((bring) => bring()) : [];
   }
 
   /** Called by probes; emits `ready` with the replica when its readiness changes. */

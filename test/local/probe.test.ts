@@ -316,6 +316,39 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   t.same(clock.pending(), []);
 });
 
+t.test('startProbing: a deployment replica offers its first check to be run at once, until it has run', async (t) => {
+  const clock = new FakeClock();
+  const server = createTcpServer((s) => s.destroy());
+  t.teardown(() => server.close());
+  const port = await listen(server);
+  const registry = new ReplicaRegistry();
+  const r = replica();
+  const traffic = workloadTraffic();
+  const deps = { ...testDeps(), clock, registry };
+  const quiet = quietWhileUnrouted(traffic, 60_000, new QuietSlots(clock));
+  const stop = startProbing(r, probe({ kind: 'tcp', initialDelaySeconds: 30, periodSeconds: 5 }), () => ({ host: '127.0.0.1', port }), deps, quiet);
+  t.teardown(stop);
+  t.same(clock.pending(), [30_000], 'waiting out the initial delay');
+  const [first] = registry.firstChecks('demo/api');
+  t.ok(first, 'the replica awaits its first check');
+  const timeoutMs = probe({ kind: 'tcp' }).timeoutSeconds * 1000;
+  t.same(clock.pending(), [timeoutMs], 'asked for: the check runs now (its timeout is the pending timer)');
+  await first;
+  t.equal(r.ready, true, 'the promise resolves once the check is done');
+  t.same(registry.firstChecks('demo/api'), [], 'checked: nothing to wait for');
+
+  const other = replica('api-1');
+  const stopOther = startProbing(other, probe({ kind: 'tcp', initialDelaySeconds: 30 }), () => ({ host: '127.0.0.1', port }), deps, quiet);
+  t.equal(registry.firstChecks('demo/api').length, 1);
+  stopOther();
+  t.same(registry.firstChecks('demo/api'), [], 'a stopped probe is not waited for');
+
+  const local = replica('api-2');
+  const stopLocal = startProbing(local, probe({ kind: 'tcp', initialDelaySeconds: 30 }), () => ({ host: '127.0.0.1', port }), deps);
+  t.teardown(stopLocal);
+  t.same(registry.firstChecks('demo/api'), [], "a replica the router does not probe quietly (up's own) does not offer it");
+});
+
 t.test('QuietSlots: checks run at their slot, one timer for the earliest slot, cancelled ones never', async (t) => {
   const clock = new FakeClock();
   const slots = new QuietSlots(clock);
