@@ -83,12 +83,15 @@ export const QUIET_PROBE_PERIOD_MS = 60_000;
 
 /**
  * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s. The first
- * probes are spread at random over up to a second, in proportion to how many replicas there are
- * (0.1 ms each), so a small fleet is ready at once and ten thousand replicas are not all dialled in
- * the same tick. Failures in between are caught sooner by outlier ejection, which needs no probe.
+ * probes are spread at random over a millisecond per replica, at most 10 s, so a small fleet is
+ * ready at once and ten thousand replicas are dialled about 1,000 a second: spread over one second,
+ * their connects took the whole second of CPU, and a router that had just turned ready answered
+ * its first request a second late. A request to a workload whose replicas are still waiting for
+ * that first check runs it at once (see DataPlane's `awaitFirstChecks`). Failures in between are
+ * caught sooner by outlier ejection, which needs no probe.
  */
 function deploymentProbe(random: () => number, replicas: number): ProbeModel {
-  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() * Math.min(1, replicas / 10_000) };
+  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() * Math.min(10, replicas / 1000) };
 }
 
 interface DeployedReplica {
