@@ -9,7 +9,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
-import type { Deps, Timer } from '../deps.js';
+import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
 import {
   chooseLocation,
@@ -18,6 +18,7 @@ import {
   pickReplica,
   resolveHost,
   routeTo,
+  whenFirstChecked,
   type HostTarget,
   type HostPort,
   type Replica,
@@ -44,12 +45,6 @@ import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import type { OverloadGuard } from './overload.js';
 import { requestProblem } from './sanitize.js';
-
-/**
- * The longest a request waits for the first readiness checks of a workload's replicas when none is
- * ready yet (see `awaitFirstChecks`): a TCP check's own timeout (1 s) and then some.
- */
-export const FIRST_CHECK_WAIT_MS = 2000;
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -317,28 +312,15 @@ export class DataPlane implements ExchangeObserver {
 
   /**
    * None of the workload's replicas is ready. When some have not completed a first readiness check
-   * (a router that just started: deployment replicas are checked in a spread over the first second),
-   * run those checks now and route again once one made a replica ready, all are done, or
+   * (a router that just started: deployment replicas' first checks are spread over its first
+   * seconds), run those checks now and route again once one made a replica ready, all are done, or
    * `FIRST_CHECK_WAIT_MS` passed, instead of answering 503 before a replica was ever checked.
    * Returns false when there is nothing to wait for.
    */
   private awaitFirstChecks(ex: Exchange, table: RouteTable, route: Route, tls: boolean): boolean {
-    const { replicas, deps } = this.opts;
-    const key = route.workload.key;
-    const pending = replicas.firstChecks(key);
-    if (pending.length === 0) return false;
-    let timer: Timer | undefined;
-    void new Promise<void>((resolve) => {
-      let left = pending.length;
-      const oneDone = (): void => {
-        if (--left === 0 || replicas.locations(key).some((location) => replicas.hasReady(key, location))) resolve();
-      };
-      for (const check of pending) void check.then(oneDone);
-      timer = deps.clock.setTimeout(resolve, FIRST_CHECK_WAIT_MS);
-    }).then(() => {
-      deps.clock.clearTimeout(timer);
-      this.toReplica(ex, table, route, tls, true);
-    });
+    const checked = whenFirstChecked(this.opts.replicas, route.workload.key, this.opts.deps.clock);
+    if (checked === undefined) return false;
+    void checked.then(() => this.toReplica(ex, table, route, tls, true));
     return true;
   }
 

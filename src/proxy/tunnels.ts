@@ -21,7 +21,7 @@ import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { MeshCaller } from '../firewall/internal.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
-import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
+import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane.js';
 import { ERRORS, type ErrorCode } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
@@ -89,26 +89,26 @@ export class Tunnels {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     const ex = this.start(req, socket, 'websocket', tls, port, listener);
     if (!ex) return;
-    const picked = this.pick(ex, socket, listener, caller);
-    if (!picked) return;
-    req.url = picked.path;
-    req.headers['x-request-id'] = ex.requestId;
-    const strip = this.ctx.table().headers.strip;
-    for (const name of Object.keys(req.headers)) {
-      if (strip.some((p) => name.startsWith(p))) delete req.headers[name];
-    }
-    this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address));
+    this.pick(ex, socket, listener, caller, (picked) => {
+      req.url = picked.path;
+      req.headers['x-request-id'] = ex.requestId;
+      const strip = this.ctx.table().headers.strip;
+      for (const name of Object.keys(req.headers)) {
+        if (strip.some((p) => name.startsWith(p))) delete req.headers[name];
+      }
+      this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address));
+    });
   }
 
   /** `CONNECT host:port` on an ingress or mesh listener: a tunnel to a workload's `tcp` port. */
   connect(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
     const ex = this.start(req, socket, 'connect', tls, port, listener);
     if (!ex) return;
-    const picked = this.pick(ex, socket, listener, caller);
-    if (!picked) return;
-    if (protocolOf(picked.port) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
-    this.filtered(ex, socket, picked.viaSidecar, () =>
-      picked.viaSidecar ? this.relay(ex, socket, head, picked.address) : this.open(ex, socket, head, picked.address));
+    this.pick(ex, socket, listener, caller, (picked) => {
+      if (protocolOf(picked.port) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
+      this.filtered(ex, socket, picked.viaSidecar, () =>
+        picked.viaSidecar ? this.relay(ex, socket, head, picked.address) : this.open(ex, socket, head, picked.address));
+    });
   }
 
   /** An upgrade at a standalone sidecar: its filters, then the app. */
@@ -188,8 +188,13 @@ export class Tunnels {
 
   // ---- routing ---------------------------------------------------------------------------------
 
-  /** Resolve to one replica address (the exchange gets workload, location and replica), or refuse. */
-  private pick(ex: Exchange, socket: Duplex, listener: 'external' | 'mesh', caller: MeshCaller | undefined): Picked | undefined {
+  /**
+   * Resolve to one replica address (the exchange gets workload, location and replica) and hand it to
+   * `go`, or refuse. When no replica is ready because some have not had their first readiness check
+   * yet (a router that just started), those checks run first, as for requests (DataPlane).
+   */
+  private pick(ex: Exchange, socket: Duplex, listener: 'external' | 'mesh', caller: MeshCaller | undefined, go: (picked: Picked) => void, waited = false): void {
+    if (ex.isFinished) return void socket.destroy();
     const table = this.ctx.table();
     const target = resolveHost(table.hosts, ex.host, listener, ex.listenerPort);
     const route = target && this.ctx.route(table, target, ex.tunnel!.kind === 'connect' ? CONNECT_ROUTING : ex);
@@ -211,12 +216,16 @@ export class Tunnels {
       ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
       : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
     const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
-    if (!replica || !address) return void this.refuse(ex, socket, 'NO_HEALTHY_UPSTREAM');
+    if (!replica || !address) {
+      const checked = replica || waited ? undefined : whenFirstChecked(replicas, workload.key, deps.clock);
+      if (checked) return void checked.then(() => this.pick(ex, socket, listener, caller, go, true));
+      return void this.refuse(ex, socket, 'NO_HEALTHY_UPSTREAM');
+    }
     ex.location = location;
     // An open tunnel is an outstanding request to its replica (least-request balancing sees it).
     ex.replica = replica;
     routeTo(replica);
-    return { address, port: route.port, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined };
+    go({ address, port: route.port, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined });
   }
 
   /** A standalone sidecar's identity on the exchange; false when its workload is gone (answered 404). */

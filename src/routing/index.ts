@@ -24,4 +24,4 @@ export { matchDomainRoute, type DomainRouteMatch } from './domain-routes.js';
 export { listEndpoints, formatEndpointsText, type Endpoint } from './endpoints.js';
 export { chooseLocation, geoCandidates, type GeoCandidate } from './geo.js';
 export { pickReplica, type PickOptions } from './balancer.js';
-export { ReplicaRegistry, routeTo, type Replica, type HostPort, type WorkloadTraffic } from './replicas.js';
+export { ReplicaRegistry, routeTo, whenFirstChecked, type Replica, type HostPort, type WorkloadTraffic } from './replicas.js';

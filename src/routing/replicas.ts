@@ -6,6 +6,7 @@
  * merged per-workload, per-location view, rebuilt only when a source changes its list.
  */
 import { EventEmitter } from 'node:events';
+import type { Clock, Timer } from '../deps.js';
 
 export interface HostPort {
   readonly host: string;
@@ -59,6 +60,40 @@ export function routeTo(replica: Replica): void {
 }
 
 const EMPTY: readonly Replica[] = Object.freeze([]);
+
+/**
+ * The longest a request waits for the first readiness checks of its workload's replicas when none is
+ * ready yet (see `whenFirstChecked`): a TCP check's own timeout (1 s) and then some.
+ */
+export const FIRST_CHECK_WAIT_MS = 2000;
+
+/**
+ * When none of a workload's replicas is ready but some have not completed a first readiness check
+ * (a router that just started), runs those checks now and resolves once one made a replica ready,
+ * all are done, or `maxMs` passed; `undefined` when there is nothing to wait for.
+ */
+export function whenFirstChecked(
+  registry: ReplicaRegistry,
+  workload: string,
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+  maxMs = FIRST_CHECK_WAIT_MS,
+): Promise<void> | undefined {
+  const pending = registry.firstChecks(workload);
+  if (pending.length === 0) return undefined;
+  return new Promise<void>((resolve) => {
+    let left = pending.length;
+    let timer: Timer | undefined;
+    const done = (): void => {
+      clock.clearTimeout(timer);
+      resolve();
+    };
+    const oneDone = (): void => {
+      if (--left === 0 || registry.locations(workload).some((location) => registry.hasReady(workload, location))) done();
+    };
+    timer = clock.setTimeout(done, maxMs);
+    for (const check of pending) void check.then(oneDone);
+  });
+}
 
 export class ReplicaRegistry extends EventEmitter {
   private readonly sources = new Map<string, readonly Replica[]>();

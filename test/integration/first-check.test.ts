@@ -2,11 +2,14 @@
  * A router that just started has not checked its deployment replicas yet (their first checks are
  * spread over the first second, or wait out a probe's initial delay). A request that finds none of
  * its workload's replicas ready runs their first checks at once and is routed when one passes, and
- * answered 503 only when they fail; it is not answered 503 before any replica was checked. Real
- * upstreams on port 0; the probe's initial delay (30 s) stands for "not checked yet".
+ * answered 503 only when they fail; it is not answered 503 before any replica was checked. WebSocket
+ * upgrades wait the same way. Real upstreams on port 0; the probe's initial delay (30 s) stands for
+ * "not checked yet".
  */
 import t from 'tap';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane } from '../helpers/harness.js';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
 import { allocatePort } from '../../src/local/ports.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
@@ -42,4 +45,33 @@ t.test('every first check fails: 503 no healthy upstream, and later requests do 
   t.match(JSON.parse(first.body), { code: 'NO_HEALTHY_UPSTREAM' });
   t.equal(plane.runtime.replicas.firstChecks('shop/api').length, 0, 'checked once: nothing left to wait for');
   t.equal((await request(plane.port, CANONICAL, '/')).status, 503);
+});
+
+/** The status of the answer to a WebSocket upgrade sent on a raw connection. */
+async function upgradeStatus(t: TapLike, port: number): Promise<number> {
+  const socket = net.connect(port, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  socket.write(
+    `GET /ws HTTP/1.1\r\nHost: ${CANONICAL}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  );
+  let head = '';
+  for await (const chunk of socket) {
+    head += (chunk as Buffer).toString('latin1');
+    if (head.includes('\r\n\r\n')) break;
+  }
+  return Number(head.slice(9, 12));
+}
+
+t.test('a WebSocket upgrade waits for the first check too', async (t) => {
+  const app = await startHttpServer(t, echoHandler('app'));
+  app.server.on('upgrade', (_req, socket: Duplex) => {
+    t.teardown(() => socket.destroy());
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+  });
+  const plane = await startPlane(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${app.port}`] }, workloadSpec: DELAYED }));
+  t.equal(await upgradeStatus(t, plane.port), 101, 'upgraded after the first check, not 503');
+  const dead = await allocatePort();
+  const down = await startPlane(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${dead}`] }, workloadSpec: DELAYED }));
+  t.equal(await upgradeStatus(t, down.port), 503, 'its only replica failed its first check: 503');
 });
