@@ -224,13 +224,17 @@ t.test('gRPC health check: SERVING passes, NOT_SERVING and no server fail', asyn
   t.equal(await checkGrpc({ host: '127.0.0.1', port: closed }, '', new Date(Date.now() + 500), AbortSignal.timeout(1000)), false, 'no server');
 });
 
-t.test('startProbing: period and initial delay run on the injected clock', async (t) => {
+/** A fake clock, a TCP server that accepts (closed in teardown), a registry and a replica. */
+async function probeSetup(t: { teardown(fn: () => void): void }) {
   const clock = new FakeClock();
   const server = createTcpServer((s) => s.destroy());
   t.teardown(() => server.close());
   const port = await listen(server);
-  const registry = new ReplicaRegistry();
-  const r = replica();
+  return { clock, server, port, registry: new ReplicaRegistry(), r: replica() };
+}
+
+t.test('startProbing: period and initial delay run on the injected clock', async (t) => {
+  const { clock, server, port, registry, r } = await probeSetup(t);
   const stop = startProbing(r, probe({ kind: 'tcp', initialDelaySeconds: 5, periodSeconds: 10, failureThreshold: 1 }), () => ({ host: '127.0.0.1', port }), {
     ...testDeps(),
     clock,
@@ -317,12 +321,7 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
 });
 
 t.test('startProbing: a deployment replica offers its first check to be run at once, until it has run', async (t) => {
-  const clock = new FakeClock();
-  const server = createTcpServer((s) => s.destroy());
-  t.teardown(() => server.close());
-  const port = await listen(server);
-  const registry = new ReplicaRegistry();
-  const r = replica();
+  const { clock, port, registry, r } = await probeSetup(t);
   const traffic = workloadTraffic();
   const deps = { ...testDeps(), clock, registry };
   const quiet = quietWhileUnrouted(traffic, 60_000, new QuietSlots(clock));
