@@ -5,22 +5,14 @@
  * field for field (test/extauth/decode.test.ts compares the two), at a fraction of its cost and
  * without loading the protos. Unknown fields are skipped; malformed bytes throw `ProtoError`.
  */
-import { enumName, key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
+import {
+  DELIMITED_1, DELIMITED_2, DELIMITED_3, DELIMITED_5, DELIMITED_6, DELIMITED_7, DELIMITED_8, VARINT_1, VARINT_3, VARINT_4,
+  enumName, ProtoReader, readHeaderValue, readKeyValue,
+} from '../grpc/proto-reader.js';
 import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 /** `Check`'s path (package, service and method names of external_auth.proto). */
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
-
-const VARINT_1 = key(1, 0);
-const VARINT_3 = key(3, 0);
-const VARINT_4 = key(4, 0);
-const DELIMITED_1 = key(1, 2);
-const DELIMITED_2 = key(2, 2);
-const DELIMITED_3 = key(3, 2);
-const DELIMITED_5 = key(5, 2);
-const DELIMITED_6 = key(6, 2);
-const DELIMITED_7 = key(7, 2);
-const DELIMITED_8 = key(8, 2);
 
 /** envoy.type.v3.StatusCode: its names and numbers (each an HTTP status, but `Empty`). Unnamed numbers stay numbers, as proto-loader leaves them. */
 const STATUS_CODE_TABLE =

@@ -122,9 +122,20 @@ export class ProtoReader {
 }
 
 const NO_BYTES = Buffer.alloc(0);
-const DELIMITED_1 = key(1, 2);
-const DELIMITED_2 = key(2, 2);
-const DELIMITED_3 = key(3, 2);
+
+/** The keys of varint (wire type 0) and length-delimited (2: strings, bytes, messages) fields 1–8, for the readers' comparisons. */
+export const VARINT_1 = key(1, 0);
+export const VARINT_2 = key(2, 0);
+export const VARINT_3 = key(3, 0);
+export const VARINT_4 = key(4, 0);
+export const DELIMITED_1 = key(1, 2);
+export const DELIMITED_2 = key(2, 2);
+export const DELIMITED_3 = key(3, 2);
+export const DELIMITED_4 = key(4, 2);
+export const DELIMITED_5 = key(5, 2);
+export const DELIMITED_6 = key(6, 2);
+export const DELIMITED_7 = key(7, 2);
+export const DELIMITED_8 = key(8, 2);
 
 /**
  * `envoy.config.core.v3.HeaderValue { key 1, value 2, raw_value 3 }`, which Envoy's rate-limit and

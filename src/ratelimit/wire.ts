@@ -7,7 +7,10 @@
  * field-number order and every field the object carries is written, as protobuf.js does: the same
  * bytes as proto-loader's serializer (test/grpc/codec.test.ts, test/ratelimit/wire.test.ts).
  */
-import { enumName, key, ProtoReader, readHeaderValue, readKeyValue } from '../grpc/proto-reader.js';
+import {
+  DELIMITED_1, DELIMITED_2, DELIMITED_3, DELIMITED_4, VARINT_1, VARINT_2, VARINT_3,
+  enumName, ProtoReader, readHeaderValue, readKeyValue,
+} from '../grpc/proto-reader.js';
 import { ProtoWriter } from '../grpc/proto-writer.js';
 import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimitRequest, RateLimitResponse, Unit } from './proto.js';
 
@@ -15,15 +18,6 @@ import type { Code, DescriptorStatus, HeaderValue, RateLimitDescriptor, RateLimi
 const UNIT_NAMES: readonly Unit[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
 const UNITS = Object.fromEntries(UNIT_NAMES.map((name, n) => [name, n])) as Readonly<Record<Unit, number>>;
 const CODES: Readonly<Record<Code, number>> = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 };
-
-/** The field keys read below: length-delimited (strings, messages) and varint fields by number. */
-const DELIMITED_1 = key(1, 2);
-const DELIMITED_2 = key(2, 2);
-const VARINT_1 = key(1, 0);
-const VARINT_2 = key(2, 0);
-const VARINT_3 = key(3, 0);
-const DELIMITED_3 = key(3, 2);
-const DELIMITED_4 = key(4, 2);
 
 /** RateLimitDescriptor { entries 1 { key 1, value 2 }, limit 2 { requests_per_unit 1, unit 2 } } */
 function descriptor(r: ProtoReader): RateLimitDescriptor {
