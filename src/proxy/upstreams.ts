@@ -15,14 +15,47 @@ export const MAX_HEADER_SIZE = 64 * 1024;
 export const STREAM_WINDOW = 1024 * 1024;
 export const SESSION_WINDOW = 16 * 1024 * 1024;
 
+/**
+ * Values by host, then port. Looked up on every request: the host strings come from the
+ * configuration (the same string each time, its hash kept), so no `host:port` key is built and
+ * hashed per request.
+ */
+class ByAddress<T> {
+  private readonly hosts = new Map<string, Map<number, T>>();
+
+  get(target: HostPort): T | undefined {
+    return this.hosts.get(target.host)?.get(target.port);
+  }
+
+  set(target: HostPort, value: T): void {
+    let ports = this.hosts.get(target.host);
+    if (!ports) this.hosts.set(target.host, (ports = new Map()));
+    ports.set(target.port, value);
+  }
+
+  delete(target: HostPort): void {
+    const ports = this.hosts.get(target.host);
+    if (!ports) return;
+    ports.delete(target.port);
+    if (ports.size === 0) this.hosts.delete(target.host);
+  }
+
+  *values(): IterableIterator<T> {
+    for (const ports of this.hosts.values()) yield* ports.values();
+  }
+
+  clear(): void {
+    this.hosts.clear();
+  }
+}
+
 export class Upstreams {
-  private readonly pools = new Map<string, Http1Pool>();
-  private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+  private readonly pools = new ByAddress<Http1Pool>();
+  private readonly sessions = new ByAddress<http2.ClientHttp2Session>();
   private closed = false;
 
   pool(target: HostPort): Http1Pool {
-    const key = `${target.host}:${target.port}`;
-    let pool = this.pools.get(key);
+    let pool = this.pools.get(target);
     if (!pool) {
       pool = new Http1Pool(target.host, target.port, {
         connections: 256,
@@ -30,14 +63,13 @@ export class Upstreams {
         maxHeaderSize: MAX_HEADER_SIZE,
         connectTimeoutMs: 10_000,
       });
-      this.pools.set(key, pool);
+      this.pools.set(target, pool);
     }
     return pool;
   }
 
   session(target: HostPort): http2.ClientHttp2Session {
-    const key = `${target.host}:${target.port}`;
-    let session = this.sessions.get(key);
+    let session = this.sessions.get(target);
     if (session && !session.closed && !session.destroyed) return session;
     const host = target.host.includes(':') ? `[${target.host}]` : target.host;
     // Windows well above HTTP/2's 64 KiB default: a large body would otherwise wait for a
@@ -49,28 +81,27 @@ export class Upstreams {
     });
     session.once('connect', (s: http2.ClientHttp2Session) => s.setLocalWindowSize(SESSION_WINDOW));
     const forget = (): void => {
-      if (this.sessions.get(key) === session) this.sessions.delete(key);
+      if (this.sessions.get(target) === session) this.sessions.delete(target);
     };
     session.on('error', forget);
     session.on('close', forget);
     session.on('goaway', forget);
     // A session with no open streams must not keep the process alive.
     session.unref();
-    this.sessions.set(key, session);
+    this.sessions.set(target, session);
     return session;
   }
 
   /** Drop the pool or session of a replica that went away. */
   forget(target: HostPort): void {
-    const key = `${target.host}:${target.port}`;
-    const pool = this.pools.get(key);
+    const pool = this.pools.get(target);
     if (pool) {
-      this.pools.delete(key);
+      this.pools.delete(target);
       void pool.close().catch(() => undefined);
     }
-    const session = this.sessions.get(key);
+    const session = this.sessions.get(target);
     if (session) {
-      this.sessions.delete(key);
+      this.sessions.delete(target);
       session.close();
     }
   }

@@ -245,7 +245,9 @@ export class Runtime {
     }
     for (const gone of previous.values()) {
       gone.stop();
-      this.dataplane.upstreams.forget(gone.replica.sidecar ?? gone.replica.ports.values().next().value!);
+      const upstreams = this.dataplane.upstreams;
+      if (gone.replica.sidecar) upstreams.forget(gone.replica.sidecar);
+      else for (const address of gone.replica.ports.values()) upstreams.forget(address);
     }
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.deployed = next;
