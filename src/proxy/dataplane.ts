@@ -27,7 +27,7 @@ import {
 import { MAX_URL_LENGTH, normalizePath, splitAbsoluteForm } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
 import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
-import { Exchange, type ExchangeObserver } from './exchange.js';
+import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
 import type { Readable } from 'node:stream';
@@ -229,9 +229,7 @@ export class DataPlane implements ExchangeObserver {
     ex.tls = tls;
     ex.listenerPort = port;
     this.opts.telemetry?.requestStart(ex, role);
-    res.once('close', () => {
-      if (!ex.isFinished) ex.abort(new Error('client closed'));
-    });
+    abortOnClientClose(ex);
     // Shed before any work: an overloaded process answers at once instead of queueing.
     if (this.opts.overload?.shed()) {
       ex.reply({ code: 'OVERLOADED' });

@@ -13,6 +13,24 @@ import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendL
 import { applyHeaderOps, type HeaderOp } from './headers.js';
 import type { Tunnel } from './tunnel.js';
 
+/** Where a response keeps its exchange, for the one listener all responses share. */
+const EXCHANGE = Symbol('svcproxy.exchange');
+type Watched = DownstreamResponse & { [EXCHANGE]?: Exchange };
+
+function onResponseClose(this: Watched): void {
+  const ex = this[EXCHANGE];
+  if (ex !== undefined && !ex.isFinished) ex.abort(new Error('client closed'));
+}
+
+/**
+ * Abort the exchange when its response closes before it finished (the client went away). One
+ * function listens on every response (no closure or `once` wrapper per request).
+ */
+export function abortOnClientClose(ex: Exchange): void {
+  (ex.res as Watched)[EXCHANGE] = ex;
+  ex.res.on('close', onResponseClose);
+}
+
 export interface ExchangeObserver {
   /** Called once per request when it is over. */
   onFinish(exchange: Exchange): void;
