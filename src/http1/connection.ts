@@ -25,7 +25,8 @@ export interface UpstreamHandler {
   /** A connection was assigned and the request is about to be written. */
   onRequestStart(controller: UpstreamController): void;
   onResponseStart(controller: UpstreamController, status: number, headers: HeaderMap): void;
-  onResponseData(controller: UpstreamController, chunk: Buffer): void;
+  /** `last`: the body ends with this chunk and `onResponseEnd` follows at once (in the same call). */
+  onResponseData(controller: UpstreamController, chunk: Buffer, last: boolean): void;
   onResponseEnd(controller: UpstreamController, trailers: HeaderMap | undefined): void;
   onResponseError(controller: UpstreamController, err: Error): void;
 }
@@ -296,9 +297,9 @@ export class Connection implements ResponseSink {
     attempt.handler.onResponseStart(attempt, status, headers);
   }
 
-  onBody(chunk: Buffer): void {
+  onBody(chunk: Buffer, last: boolean): void {
     const attempt = this.attempt!;
-    attempt.handler.onResponseData(attempt, chunk);
+    attempt.handler.onResponseData(attempt, chunk, last);
   }
 
   onComplete(trailers: HeaderMap | undefined): void {

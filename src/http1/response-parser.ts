@@ -16,8 +16,11 @@ export type HeaderMap = Record<string, string | string[]>;
 /** Receives one response. */
 export interface ResponseSink {
   onHead(status: number, headers: HeaderMap): void;
-  /** A slice of the body (a view into the buffer read: copy it to keep it past the call). */
-  onBody(chunk: Buffer): void;
+  /**
+   * A slice of the body (a view into the buffer read: copy it to keep it past the response). `last`:
+   * the body ends with this slice (its `Content-Length` is reached) and `onComplete` follows at once.
+   */
+  onBody(chunk: Buffer, last: boolean): void;
   /** The response is complete; `trailers` of a chunked body that carried any. */
   onComplete(trailers: HeaderMap | undefined): void;
 }
@@ -51,8 +54,6 @@ const MAX_CHUNK_LINE = 4096;
 
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 
-const CRLFCRLF = Buffer.from('\r\n\r\n');
-const LFLF = Buffer.from('\n\n');
 
 export class ResponseParser {
   private state = State.Idle;
@@ -116,12 +117,12 @@ export class ResponseParser {
           this.remaining -= n;
           const chunk = offset === 0 && n === data.length ? data : data.subarray(offset, offset + n);
           offset += n;
-          this.sink!.onBody(chunk);
+          this.sink!.onBody(chunk, this.remaining === 0);
           if (this.remaining === 0 && this.state === State.Length) this.complete(undefined, data.length - offset);
           break;
         }
         case State.UntilClose: {
-          this.sink!.onBody(offset === 0 ? data : data.subarray(offset));
+          this.sink!.onBody(offset === 0 ? data : data.subarray(offset), false);
           offset = data.length;
           break;
         }
@@ -136,7 +137,7 @@ export class ResponseParser {
         case State.ChunkData: {
           const n = Math.min(this.remaining, data.length - offset);
           this.remaining -= n;
-          this.sink!.onBody(data.subarray(offset, offset + n));
+          this.sink!.onBody(data.subarray(offset, offset + n), false);
           offset += n;
           if (this.remaining === 0 && this.state === State.ChunkData) this.state = State.ChunkDataEnd;
           break;
@@ -202,15 +203,14 @@ export class ResponseParser {
   private readHead(data: Buffer, offset: number): number {
     const pendingLength = this.pending?.length ?? 0;
     const [buf, start] = this.joined(data, offset);
-    // Search from a little before the new bytes: the blank line may straddle two reads.
-    let end = buf.indexOf(CRLFCRLF, Math.max(start, pendingLength - 3));
-    let sep = 4;
-    if (end < 0) {
-      // Lines may end in a bare LF (RFC 9112 §2.2): look for an empty one only when there is no CRLF one.
-      end = buf.indexOf(LFLF, Math.max(start, pendingLength - 1));
-      sep = 2;
-    }
-    if (end < 0) {
+    // Scan on from a little before the new bytes: the blank line may straddle two reads, and a CR
+    // that ended the last read is judged by the byte after it.
+    const limit = Math.min(buf.length, start + this.maxHeadSize + 4);
+    const end = scanHead(buf, start, Math.max(start, pendingLength - 3), limit);
+    // A forbidden byte fails the response once its line is complete, so the error names the same
+    // line however the bytes were split into reads.
+    const lineEnd = end < INCOMPLETE ? buf.indexOf(10, badByteAt(end)) : -1;
+    if (end === INCOMPLETE || (end < INCOMPLETE && lineEnd < 0)) {
       if (buf.length - start > this.maxHeadSize) {
         this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
         return -1;
@@ -218,20 +218,16 @@ export class ResponseParser {
       this.pending = start === 0 ? buf : buf.subarray(start);
       return -1;
     }
+    if (end < 0) {
+      this.fail(badHeadMessage(buf.toString('latin1', start, lineEnd)));
+      return -1;
+    }
     if (end - start > this.maxHeadSize) {
       this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
       return -1;
     }
-    let head = buf.toString('latin1', start, end);
-    if (sep === 4) {
-      // A bare-LF empty line before the CRLF one ends the head there.
-      const lf = head.indexOf('\n\n');
-      if (lf >= 0) {
-        head = head.slice(0, lf);
-        end = start + lf;
-        sep = 2;
-      }
-    }
+    const sep = buf[end] === 13 ? 4 : 2;
+    const head = buf.toString('latin1', start, end);
     const error = this.parseHead(head);
     if (error) {
       this.fail(error);
@@ -247,8 +243,7 @@ export class ResponseParser {
 
   /** Returns an error message, or undefined after delivering the head (and setting the body state). */
   private parseHead(head: string): string | undefined {
-    // One scan for characters no head may hold (a CR only ends a line), instead of one per value.
-    if (BAD_HEAD.test(head) || hasBareCR(head)) return badHeadMessage(head);
+    // Every byte was checked by scanHead: no control character, DEL, or CR but before an LF.
     let eol = head.indexOf('\n');
     if (eol < 0) eol = head.length;
     const statusEnd = head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol;
@@ -454,11 +449,41 @@ const BAD_HEAD = /[^\t\n\r\x20-\x7e\x80-\xff]/;
 /** A CR anywhere but at a line's end. */
 const BARE_CR = /\r(?!\n|$)/;
 
-function hasBareCR(head: string): boolean {
-  for (let i = head.indexOf('\r'); i >= 0; i = head.indexOf('\r', i + 2)) {
-    if (i + 1 < head.length && head.charCodeAt(i + 1) !== 10) return true;
+/** `scanHead`: the head is not complete in the bytes given. */
+const INCOMPLETE = -1;
+/** `scanHead` returns `-2 - i` for a forbidden byte at `i`. */
+const badByteAt = (result: number): number => -2 - result;
+
+/**
+ * Find the end of the head that starts at `start`, checking every byte on the way from `from` to
+ * `limit` (one pass over the bytes, instead of a search for the blank line and two scans of the
+ * text): the index of the empty line that ends it (CRLF CRLF, or LF LF since lines may end in a
+ * bare LF, RFC 9112 §2.2; whichever comes first), `INCOMPLETE`, or `-2 - i` for a byte no head may
+ * hold at `i`: a control character other than HTAB, CR and LF, DEL, or a CR not followed by LF.
+ */
+function scanHead(buf: Buffer, start: number, from: number, limit: number): number {
+  for (let i = from; i < limit; i++) {
+    const c = buf[i]!;
+    if (c >= 0x20) {
+      if (c === 0x7f) return -2 - i;
+      continue;
+    }
+    if (c === 10) {
+      if (i + 1 >= limit) return INCOMPLETE;
+      const next = buf[i + 1]!;
+      if (next === 10) return i;
+      if (next === 13 && i > start && buf[i - 1] === 13) {
+        if (i + 2 >= limit) return INCOMPLETE;
+        if (buf[i + 2] === 10) return i - 1;
+      }
+    } else if (c === 13) {
+      if (i + 1 >= limit) return INCOMPLETE;
+      if (buf[i + 1] !== 10) return -2 - i;
+    } else if (c !== 9) {
+      return -2 - i;
+    }
   }
-  return false;
+  return INCOMPLETE;
 }
 
 /** Say where a head with a forbidden character has it. */

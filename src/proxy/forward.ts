@@ -85,6 +85,8 @@ class ResponseHandler implements UpstreamHandler {
   /** This attempt was replaced by a retry: ignore everything it still reports. */
   private dropped = false;
   private readonly onDrain = (): void => this.controller?.resume();
+  /** The body's last chunk, held for `res.end(chunk)`: head and body leave in one write. */
+  private tail: Buffer | undefined = undefined;
 
   constructor(private readonly exchange: Exchange, private readonly hooks: ForwardHooks) {}
 
@@ -116,10 +118,14 @@ class ResponseHandler implements UpstreamHandler {
     writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks);
   }
 
-  onResponseData(controller: UpstreamController, chunk: Buffer): void {
+  onResponseData(controller: UpstreamController, chunk: Buffer, last: boolean): void {
     if (this.dropped) return;
     const res = this.exchange.res;
     this.exchange.bytesSent += chunk.length;
+    if (last) {
+      this.tail = chunk;
+      return;
+    }
     if (!(res as Writable).write(chunk)) {
       controller.pause();
       res.once('drain', this.onDrain);
@@ -130,7 +136,13 @@ class ResponseHandler implements UpstreamHandler {
     if (this.dropped) return;
     const res = this.exchange.res;
     if (trailers !== undefined && hasAny(trailers)) res.addTrailers(trailers as Record<string, string>);
-    res.end();
+    const tail = this.tail;
+    if (tail !== undefined) {
+      this.tail = undefined;
+      res.end(tail);
+    } else {
+      res.end();
+    }
     this.exchange.finish();
   }
 

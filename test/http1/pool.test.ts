@@ -42,9 +42,9 @@ function send(pool: Http1Pool, req: Partial<UpstreamRequest>, hooks: Partial<Ups
         result.headers = headers;
         hooks.onResponseStart?.(c, status, headers);
       },
-      onResponseData(c, chunk) {
+      onResponseData(c, chunk, last) {
         chunks.push(Buffer.from(chunk));
-        hooks.onResponseData?.(c, chunk);
+        hooks.onResponseData?.(c, chunk, last);
       },
       onResponseEnd(_c, trailers) {
         result.body = Buffer.concat(chunks);

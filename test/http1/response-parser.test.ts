@@ -326,3 +326,23 @@ t.test('property: any split into reads gives the events of one read', async (t) 
   }
   t.pass(`200 random splits of a ${buf.length}-byte chunked answer agree (${checked} fixed splits checked)`);
 });
+
+t.test('the slice that ends a Content-Length body is marked last, and completion follows it at once', async (t) => {
+  const trace = (reads: string[], head = false): string[] => {
+    const parser = new ResponseParser(64 * 1024);
+    const seen: string[] = [];
+    parser.expect({
+      onHead: (status) => seen.push(`head ${status}`),
+      onBody: (chunk, last) => seen.push(`body ${chunk.toString('latin1')}${last ? ' last' : ''}`),
+      onComplete: () => seen.push('complete'),
+    }, head);
+    for (const r of reads) parser.execute(b(r));
+    parser.finish();
+    return seen;
+  };
+  t.same(trace(['HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello']), ['head 200', 'body hello last', 'complete'], 'head and whole body in one read');
+  t.same(trace(['HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhe', 'l', 'lo']), ['head 200', 'body he', 'body l', 'body lo last', 'complete'], 'body over three reads');
+  t.same(trace(['HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n']), ['head 200', 'complete'], 'an empty body has no slice');
+  t.same(trace(['HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n']), ['head 200', 'body ok', 'complete'], 'chunked slices are never last: the end is the zero chunk');
+  t.same(trace(['HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end']), ['head 200', 'body to the end', 'complete'], 'a body read to the close is never last');
+});
