@@ -362,13 +362,7 @@ export class DataPlane implements ExchangeObserver {
     }
     ex.replica = replica;
     routeTo(replica);
-    ex.startTimeout(workload.timeoutMs, () => {
-      ex.abortUpstream?.(new Error('timeout'));
-      if (!ex.isFinished) {
-        if (ex.res.headersSent) ex.abort(new Error('timeout'));
-        else ex.reply({ code: 'UPSTREAM_TIMEOUT' });
-      }
-    });
+    ex.startTimeout(workload.timeoutMs);
     const serverless = workload.type === 'serverless';
     const headers = upstreamHeaders(ex.req.headers, {
       host: serverless ? workload.canonicalHost : ex.host,
@@ -548,13 +542,7 @@ export class DataPlane implements ExchangeObserver {
       requestId: ex.requestId,
       keepTeTrailers: true,
     });
-    ex.startTimeout(workload.timeoutMs, () => {
-      ex.abortUpstream?.(new Error('timeout'));
-      if (!ex.isFinished) {
-        if (ex.res.headersSent) ex.abort(new Error('timeout'));
-        else ex.reply({ code: 'UPSTREAM_TIMEOUT' });
-      }
-    });
+    ex.startTimeout(workload.timeoutMs);
     const protocol = protocolOf(workload.primaryPort);
     ex.targetPort = workload.primaryPort?.number;
     const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;

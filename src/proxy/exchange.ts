@@ -123,13 +123,21 @@ export class Exchange {
     this.finish();
   }
 
-  /** Start the request timeout; on expiry the upstream attempt is aborted and 504 answered. */
-  startTimeout(ms: number, onTimeout: () => void): void {
-    this.timer = this.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.timedOut = true;
-      onTimeout();
-    }, ms);
+  /**
+   * Start the request timeout. On expiry the upstream attempt is aborted and 504 answered, or the
+   * downstream stream reset when the answer had already begun.
+   */
+  startTimeout(ms: number): void {
+    this.timer = this.clock.setTimeout(() => this.expire(), ms);
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    this.timedOut = true;
+    this.abortUpstream?.(new Error('timeout'));
+    if (this.finished) return;
+    if (this.res.headersSent) this.abort(new Error('timeout'));
+    else this.reply({ code: 'UPSTREAM_TIMEOUT' });
   }
 
   /** The client went away or the answer cannot continue: reset downstream, abort upstream. */

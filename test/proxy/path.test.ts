@@ -231,6 +231,13 @@ t.test('request ids', async (t) => {
   for (let i = 0; i < 1000; i++) ids.add(newRequestId());
   t.equal(ids.size, 1000, 'unique');
   for (const id of ids) if (!validRequestId(id)) t.fail(`generated id is not valid: ${id}`);
+  // 1,000 ids draw the pooled random bytes (256 ids a fill) four times over.
+  const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  t.equal([...ids].filter((id) => V4.test(id)).length, 1000, 'every generated id is a version-4 UUID');
+  const spread = Array.from({ length: 36 }, (_, i) => new Set([...ids].map((id) => id[i])).size);
+  t.same(spread.map((n, i) => (n >= 14 ? 'random' : [8, 13, 18, 23].includes(i) ? (n === 1 ? 'dash' : n) : i === 14 ? (n === 1 ? 'version' : n) : i === 19 ? (n === 4 ? 'variant' : n) : n)),
+    Array.from({ length: 36 }, (_, i) => ([8, 13, 18, 23].includes(i) ? 'dash' : i === 14 ? 'version' : i === 19 ? 'variant' : 'random')),
+    'every random position takes (nearly) all 16 values; version and variant fixed');
 
   const a = newRequestId(seeded(1));
   t.equal(a, newRequestId(seeded(1)), 'deterministic with an injected random source');
