@@ -28,6 +28,9 @@ export interface ForwardHooks {
   onFailure(exchange: Exchange, kind: FailureKind): boolean;
 }
 
+/** A last body chunk up to this size is handed to `res.end` as text (see `onResponseEnd`). */
+const TEXT_TAIL_BYTES = 1024;
+
 /** Thrown into an attempt that is dropped because a retry replaces it. */
 class RetryScheduled extends Error {
   override name = 'RetryScheduled';
@@ -139,7 +142,11 @@ class ResponseHandler implements UpstreamHandler {
     const tail = this.tail;
     if (tail !== undefined) {
       this.tail = undefined;
-      res.end(tail);
+      // Node writes a head and a text body as one string in one write; a Buffer body goes through
+      // the socket's writev path (an array of chunks and a callback a response). Latin-1 maps each
+      // byte to one character and back, so any bytes survive the trip.
+      if (tail.length <= TEXT_TAIL_BYTES) res.end(tail.toString('latin1'), 'latin1');
+      else res.end(tail);
     } else {
       res.end();
     }

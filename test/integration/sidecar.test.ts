@@ -4,6 +4,8 @@
  * in flight finish, new connections are refused.
  */
 import t from 'tap';
+import http from 'node:http';
+import http2 from 'node:http2';
 import net from 'node:net';
 import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
 import { deadPort } from '../fixtures/extauth/servers.js';
@@ -103,4 +105,56 @@ t.test('stop drains: in-flight requests finish, new connections are refused', as
   t.equal(res.status, 200);
   t.equal(res.body, 'finished', 'the in-flight request completed');
   await stopping;
+});
+
+t.test('response bodies reach the client byte for byte, however small or large, over HTTP/1.1 and HTTP/2', async (t) => {
+  // Every byte value, in bodies around the size up to which the last chunk is handed on as text.
+  const pattern = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + 3) & 0xff));
+  const sizes = [0, 1, 255, 256, 1023, 1024, 1025, 4096, 70_000];
+  const app = await startHttpServer(t, (req, res) => {
+    const n = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('n'));
+    const body = pattern(n);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  const base = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } });
+  const sidecar = await startPlane(t, base, {
+    role: 'sidecar',
+    sidecar: { workload: 'shop/api', location: 'aws-us-east-2', replica: 'api-0', app: `127.0.0.1:${app.port}` },
+  });
+  const h1 = (path: string, method = 'GET'): Promise<{ status: number; length: string | undefined; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: sidecar.port, path, method, headers: { host: CANONICAL }, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, length: res.headers['content-length'], body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  for (const n of sizes) {
+    const res = await h1(`/bytes?n=${n}`);
+    t.equal(res.status, 200);
+    t.equal(res.length, String(n), `HTTP/1.1 ${n} bytes: content-length kept`);
+    t.ok(res.body.equals(pattern(n)), `HTTP/1.1 ${n} bytes: the same bytes`);
+  }
+  const head = await h1('/bytes?n=300', 'HEAD');
+  t.same([head.status, head.length, head.body.length], [200, '300', 0], 'HEAD: the length, no body');
+
+  const session = http2.connect(`http://127.0.0.1:${sidecar.port}`);
+  t.teardown(() => session.close());
+  for (const n of sizes) {
+    const { status, body } = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      const stream = session.request({ ':path': `/bytes?n=${n}`, ':authority': CANONICAL });
+      const chunks: Buffer[] = [];
+      let status = 0;
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => resolve({ status, body: Buffer.concat(chunks) }));
+      stream.on('error', reject);
+    });
+    t.equal(status, 200);
+    t.ok(body.equals(pattern(n)), `HTTP/2 ${n} bytes: the same bytes`);
+  }
 });
