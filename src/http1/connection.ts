@@ -25,7 +25,12 @@ export interface UpstreamHandler {
   /** A connection was assigned and the request is about to be written. */
   onRequestStart(controller: UpstreamController): void;
   onResponseStart(controller: UpstreamController, status: number, headers: HeaderMap): void;
-  /** `last`: the body ends with this chunk and `onResponseEnd` follows at once (in the same call). */
+  /**
+   * A piece of the body, the handler's to keep; except a `last` chunk (the body ends with it, and
+   * `onResponseEnd` follows in the same call) of at most `LENT_CHUNK_BYTES`: that one is lent, a
+   * view of the connections' shared read buffer, valid until `onResponseEnd` returns (decode or
+   * copy it to keep it).
+   */
   onResponseData(controller: UpstreamController, chunk: Buffer, last: boolean): void;
   onResponseEnd(controller: UpstreamController, trailers: HeaderMap | undefined): void;
   onResponseError(controller: UpstreamController, err: Error): void;
@@ -48,13 +53,35 @@ export interface PoolOptions {
   maxHeaderSize: number;
   /** A connect that takes longer fails with `CONNECT_TIMEOUT` (ms). */
   connectTimeoutMs: number;
-  /** Opens a connection (default: TCP with Nagle off and TCP keep-alive on). */
-  connect?: (host: string, port: number) => net.Socket;
+  /**
+   * Opens a connection (default: TCP with Nagle off and TCP keep-alive on). The socket must read
+   * through `onread` (net.connect's option of that name): the connection gets its bytes there.
+   */
+  connect?: (host: string, port: number, onread: net.OnReadOpts) => net.Socket;
 }
 
-function tcpConnect(host: string, port: number): net.Socket {
-  return net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 });
+function tcpConnect(host: string, port: number, onread: net.OnReadOpts): net.Socket {
+  return net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000, onread });
 }
+
+/** The most a read takes in at once (what Node reads into by default). */
+const READ_SIZE = 64 * 1024;
+
+/**
+ * Upstream connections read their answers' heads into this one buffer: the kernel copies them
+ * straight into it, with no buffer allocated per read and no Readable stream between the socket and
+ * the parser. One buffer serves all, since a read's callback runs to its end before the next read
+ * starts; nothing keeps a view of it past the callback: body bytes in it are copied out before a
+ * handler gets them (except a small last chunk, lent until the answer ends), and so is a partial
+ * head the parser keeps. While a large body streams in large reads, a connection reads into buffers
+ * of its own, which its chunks then keep without a copy (see `nextReadBuffer`).
+ */
+const READ_BUFFER = Buffer.alloc(READ_SIZE);
+/** A read at least this large means a body is streaming in bulk. */
+const BULK_READ = 16 * 1024;
+
+/** A last body chunk up to this size is lent to the handler, not copied (see `onResponseData`). */
+export const LENT_CHUNK_BYTES = 1024;
 
 /** An idle connection closes this long before the upstream's advertised keep-alive timeout. */
 const KEEP_ALIVE_MARGIN_MS = 1000;
@@ -145,10 +172,9 @@ export class Connection implements ResponseSink {
     this.parser = new ResponseParser(opts.maxHeaderSize);
     this.attempt = first;
     first.conn = this;
-    this.socket = (opts.connect ?? tcpConnect)(pool.host, pool.port);
+    this.socket = (opts.connect ?? tcpConnect)(pool.host, pool.port, { buffer: this.nextReadBuffer, callback: this.onRead });
     this.socket.setTimeout(opts.connectTimeoutMs);
     this.socket.on('connect', this.onConnect);
-    this.socket.on('data', this.onData);
     this.socket.on('end', this.onEnd);
     this.socket.on('error', this.onError);
     this.socket.on('close', this.onClose);
@@ -299,7 +325,9 @@ export class Connection implements ResponseSink {
 
   onBody(chunk: Buffer, last: boolean): void {
     const attempt = this.attempt!;
-    attempt.handler.onResponseData(attempt, chunk, last);
+    // A view of the shared read buffer is copied before the handler may keep it.
+    const lent = last && chunk.length <= LENT_CHUNK_BYTES;
+    attempt.handler.onResponseData(attempt, !lent && chunk.buffer === READ_BUFFER.buffer ? Buffer.from(chunk) : chunk, last);
   }
 
   onComplete(trailers: HeaderMap | undefined): void {
@@ -333,9 +361,32 @@ export class Connection implements ResponseSink {
     if (attempt === undefined || !this.send(attempt)) this.pool.release(this);
   };
 
-  private readonly onData = (data: Buffer): void => {
-    const err = this.parser.execute(data);
+  /** Bytes of the last read. */
+  private lastRead = 0;
+
+  /**
+   * Where the next read goes. While a body streams in bulk (the last read was large and more than a
+   * lent chunk's worth is due), a new buffer of the connection's own, sized to the body's rest (at
+   * most a read's worth): its chunks are handed on without a copy. Otherwise the shared buffer: a
+   * head, a small rest, or a body trickling in small reads, whose few bytes are cheaper to copy than
+   * a mostly empty buffer of their own.
+   */
+  private readonly nextReadBuffer = (): Buffer => {
+    if (this.lastRead >= BULK_READ) {
+      const body = this.parser.bodyAhead(READ_SIZE);
+      if (body > LENT_CHUNK_BYTES) return Buffer.allocUnsafeSlow(body);
+    }
+    return READ_BUFFER;
+  };
+
+  /** Bytes read (into `nextReadBuffer()`). Backpressure pauses the socket; the return value never does. */
+  private readonly onRead = (bytes: number, buffer: Uint8Array): boolean => {
+    this.lastRead = bytes;
+    const err = this.parser.execute((buffer as Buffer).subarray(0, bytes));
     if (err) this.fail(err);
+    // Bytes the parser keeps for the next read (a head or chunk line split between reads).
+    else this.parser.ownPending();
+    return true;
   };
 
   private readonly onEnd = (): void => {

@@ -1,4 +1,5 @@
 /** HTTP/1.1 to upstreams: a keep-alive connection pool per `host:port` and a strict response parser. */
 export { Http1Pool, type PoolOptions, type UpstreamController, type UpstreamHandler, type UpstreamRequest } from './pool.js';
+export { LENT_CHUNK_BYTES } from './connection.js';
 export { ResponseParser, UpstreamProtocolError, type HeaderMap, type ResponseSink } from './response-parser.js';
 export { requestHead, UpstreamRequestError, type BodyFraming } from './request-head.js';

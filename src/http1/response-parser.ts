@@ -92,6 +92,31 @@ export class ResponseParser {
     this.keepAlive = true;
   }
 
+  /**
+   * How many body bytes the next read may bring, at most `max`: 0 while a head is awaited (or no
+   * answer at all), the rest of a `Content-Length` body, else `max` (a chunked body, or one read to
+   * the close).
+   */
+  bodyAhead(max: number): number {
+    switch (this.state) {
+      case State.Length:
+        return Math.min(max, this.remaining);
+      case State.ChunkSize:
+      case State.ChunkData:
+      case State.ChunkDataEnd:
+      case State.Trailers:
+      case State.UntilClose:
+        return max;
+      default:
+        return 0;
+    }
+  }
+
+  /** Copy the bytes kept for the next read, which may be a view of a buffer the caller reuses. */
+  ownPending(): void {
+    if (this.pending !== undefined) this.pending = Buffer.from(this.pending);
+  }
+
   /** Whether a response is in progress (a request was sent and its answer has not completed). */
   get busy(): boolean {
     return this.state !== State.Idle && this.state !== State.Dead;

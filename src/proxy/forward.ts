@@ -8,7 +8,7 @@
 import http2 from 'node:http2';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
-import type { Http1Pool, HeaderMap, UpstreamController, UpstreamHandler } from '../http1/index.js';
+import { LENT_CHUNK_BYTES, type Http1Pool, type HeaderMap, type UpstreamController, type UpstreamHandler } from '../http1/index.js';
 import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
 import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
@@ -28,8 +28,11 @@ export interface ForwardHooks {
   onFailure(exchange: Exchange, kind: FailureKind): boolean;
 }
 
-/** A last body chunk up to this size is handed to `res.end` as text (see `onResponseEnd`). */
-const TEXT_TAIL_BYTES = 1024;
+/**
+ * A last body chunk up to this size is handed to `res.end` as text (see `onResponseEnd`): the
+ * chunks the pool lends rather than gives, which must not outlive the call.
+ */
+const TEXT_TAIL_BYTES = LENT_CHUNK_BYTES;
 
 /** Thrown into an attempt that is dropped because a retry replaces it. */
 class RetryScheduled extends Error {

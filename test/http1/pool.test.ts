@@ -513,3 +513,72 @@ t.test('an idle pool does not hold the process open; close and destroy', async (
   await destroyed.destroy();
   t.ok((await cut).error, 'destroy: the request in flight fails');
 });
+
+t.test('connections reading at the same time never see each other\'s bytes in what they hand on', async (t) => {
+  // Each connection's answer trickles in small writes, interleaved with the other's, so every read of
+  // one lands in the read buffer between reads of the other: heads split over reads (kept by the
+  // parser), body chunks the handler keeps without copying, and small last chunks it only decodes.
+  const pattern = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
+  // '/e' is written in one piece: it arrives in large reads, into buffers of its connection's own.
+  const sizes: Record<string, number> = { '/a': 200_000, '/b': 700, '/c': 5, '/d': 3_000, '/e': 1_000_000 };
+  const server = net.createServer((socket) => {
+    let buffered = '';
+    socket.on('data', async (d) => {
+      buffered += d.toString('latin1');
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const path = buffered.split(' ')[1]!;
+      buffered = '';
+      const body = pattern(sizes[path]!, path.charCodeAt(1));
+      const wire = Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nX-Path: ${path}\r\nContent-Length: ${body.length}\r\n\r\n`), body]);
+      if (path === '/e') {
+        socket.write(wire);
+        return;
+      }
+      // Pieces of 7 to 1,500 bytes, a pause after each so the other connection's pieces come between.
+      for (let at = 0, i = 0; at < wire.length; i++) {
+        const n = [7, 1500, 40, 900, 13][i % 5]!;
+        socket.write(wire.subarray(at, at + n));
+        at += n;
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const pool = new Http1Pool('127.0.0.1', port, { connections: 5, idleTimeoutMs: 5000, maxHeaderSize: 64 * 1024, connectTimeoutMs: 2000 });
+  t.teardown(() => pool.destroy());
+  const fetch = (path: string): Promise<{ head: string; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const kept: Buffer[] = [];
+      let head = '';
+      pool.dispatch({ method: 'GET', path, headers: { host: 'upstream.test' }, body: null }, {
+        onRequestStart() {},
+        onResponseStart(_c, status, headers) {
+          head = `${status} ${String(headers['x-path'])}`;
+        },
+        // Kept as given: the pool promises these are the handler's own.
+        onResponseData(_c, chunk) {
+          kept.push(chunk);
+        },
+        // A lent last chunk is still good here; copy everything now.
+        onResponseEnd() {
+          resolve({ head, body: Buffer.concat(kept) });
+        },
+        onResponseError(_c, err) {
+          reject(err);
+        },
+      });
+    });
+  const paths = Object.keys(sizes);
+  for (let round = 0; round < 3; round++) {
+    const results = await Promise.all(paths.map((p) => fetch(p)));
+    results.forEach((r, i) => {
+      const path = paths[i]!;
+      t.equal(r.head, `200 ${path}`, `round ${round} ${path}: its own head`);
+      t.ok(r.body.equals(pattern(sizes[path]!, path.charCodeAt(1))), `round ${round} ${path}: its own ${sizes[path]} bytes, intact`);
+    });
+  }
+});
