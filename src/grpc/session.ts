@@ -21,6 +21,7 @@
  * Limits: frames up to 16 KiB (our SETTINGS_MAX_FRAME_SIZE stays the default), header blocks up to 64 KiB.
  */
 import type { Socket } from 'node:net';
+import { lent } from '../read-buffer.js';
 import {
   DATA,
   END_STREAM,
@@ -126,8 +127,14 @@ export class H2Session extends H2Connection<H2Stream> {
       this.connected = true;
       this.events.connected();
     });
+    // A socket opened with `onread` (see `receive`) has no 'data' events.
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.write(OUR_SETTINGS);
+  }
+
+  /** Bytes read by a socket opened with net.connect's `onread` (into the shared READ_BUFFER). */
+  receive(bytes: Buffer): void {
+    this.onData(bytes);
   }
 
   /** Unref the socket: an idle session must not keep the process alive. */
@@ -258,7 +265,8 @@ export class H2Session extends H2Connection<H2Stream> {
     const s = this.streams.get(id);
     if (!s) return; // a stream we cancelled: its bytes still count for the connection
     if (!s.responded) return this.streamError(s, H2Error.PROTOCOL_ERROR);
-    if (data.length > 0 && !s.owner.data(s, data)) {
+    // The call keeps its answer's bytes: copied out of a shared read buffer.
+    if (data.length > 0 && !s.owner.data(s, lent(data) ? Buffer.from(data) : data)) {
       this.closeStream(s);
       this.resetFrame(s.id, H2Error.CANCEL);
       return this.startWaiting();

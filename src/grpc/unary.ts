@@ -26,6 +26,7 @@ import tls from 'node:tls';
 import type { Clock, Timer } from '../deps.js';
 import { encodeFields } from './hpack.js';
 import { H2Session, H2Stream, type StreamOwner } from './session.js';
+import { READ_BUFFER } from '../read-buffer.js';
 
 /** The gRPC status codes this client produces itself. */
 export const Status = {
@@ -314,7 +315,18 @@ export class UnaryChannel {
           ...(this.opts.ca !== undefined ? { ca: [...tls.rootCertificates, this.opts.ca.toString()] } : {}),
           ...(net.isIP(host) === 0 ? { servername: host } : {}),
         })
-      : net.connect({ host, port });
+      : net.connect({
+          host,
+          port,
+          // Read into the shared buffer, straight into the session's frame reader (no 'data' events).
+          onread: {
+            buffer: READ_BUFFER,
+            callback: (bytes, buffer) => {
+              session.receive((buffer as Buffer).subarray(0, bytes));
+              return true;
+            },
+          },
+        });
     const session: H2Session = new H2Session(
       socket,
       {

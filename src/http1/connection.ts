@@ -10,6 +10,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ResponseParser, type HeaderMap, type ResponseSink } from './response-parser.js';
 import { requestHead, type BodyFraming } from './request-head.js';
+import { READ_BUFFER, lent as isLent } from '../read-buffer.js';
 
 /** What the caller can do to a request in flight. */
 export interface UpstreamController {
@@ -65,18 +66,15 @@ function tcpConnect(host: string, port: number, onread: net.OnReadOpts): net.Soc
 }
 
 /** The most a read takes in at once (what Node reads into by default). */
-const READ_SIZE = 64 * 1024;
+const READ_SIZE = READ_BUFFER.length;
 
-/**
- * Upstream connections read their answers' heads into this one buffer: the kernel copies them
- * straight into it, with no buffer allocated per read and no Readable stream between the socket and
- * the parser. One buffer serves all, since a read's callback runs to its end before the next read
- * starts; nothing keeps a view of it past the callback: body bytes in it are copied out before a
- * handler gets them (except a small last chunk, lent until the answer ends), and so is a partial
- * head the parser keeps. While a large body streams in large reads, a connection reads into buffers
- * of its own, which its chunks then keep without a copy (see `nextReadBuffer`).
+/*
+ * Upstream connections read their answers' heads into the shared READ_BUFFER (src/read-buffer.ts):
+ * body bytes in it are copied out before a handler gets them (except a small last chunk, lent until
+ * the answer ends), and so is a partial head the parser keeps. While a large body streams in large
+ * reads, a connection reads into buffers of its own, which its chunks then keep without a copy (see
+ * `nextReadBuffer`).
  */
-const READ_BUFFER = Buffer.alloc(READ_SIZE);
 /** A read at least this large means a body is streaming in bulk. */
 const BULK_READ = 16 * 1024;
 
@@ -327,7 +325,7 @@ export class Connection implements ResponseSink {
     const attempt = this.attempt!;
     // A view of the shared read buffer is copied before the handler may keep it.
     const lent = last && chunk.length <= LENT_CHUNK_BYTES;
-    attempt.handler.onResponseData(attempt, !lent && chunk.buffer === READ_BUFFER.buffer ? Buffer.from(chunk) : chunk, last);
+    attempt.handler.onResponseData(attempt, !lent && isLent(chunk) ? Buffer.from(chunk) : chunk, last);
   }
 
   onComplete(trailers: HeaderMap | undefined): void {

@@ -128,6 +128,62 @@ t.test('many calls at once share one connection', async (t) => {
   t.equal(front.connections(), 1, 'one HTTP/2 connection');
 });
 
+t.test('answers that span many reads on two connections at once arrive intact', async (t) => {
+  // Both connections read into one shared buffer: every answer (20-60 KiB, many DATA frames) must
+  // still be its own bytes, and so must header blocks split into CONTINUATION frames.
+  const answer = (seed: number): Buffer => Buffer.from(Array.from({ length: 20_000 + (seed % 5) * 10_000 }, (_, i) => (i * 13 + seed) & 0xff));
+  const srv = await grpcServer(t, (req) => ({ reply: answer(Number(req.toString())) }));
+  const channels = [channel(t, srv.port, { maxResponseBytes: 1 << 20 }), channel(t, srv.port, { maxResponseBytes: 1 << 20 })];
+  for (let round = 0; round < 3; round++) {
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => channels[i % 2]!.call(PATH, Buffer.from(String(i)), 5000)));
+    const bad = results.map((r, i) => (r.ok && r.message.equals(answer(i)) ? -1 : i)).filter((i) => i >= 0);
+    t.same(bad, [], `round ${round}: all 40 answers intact`);
+  }
+
+  // Varied characters, so bytes of another read in its place cannot decode to the same block.
+  // Two large fields: the first ends, and the second's name and length begin, early in the second
+  // CONTINUATION frame, where the next read would land if that frame's bytes were not copied.
+  const value = (n: number, seed: number): string => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7919 + seed) % 251)).toString('base64');
+  const [BIG_A, BIG_B] = [value(17_300, 17), value(17_000, 29)];
+  const raw = await rawServer(t, (stream) => {
+    // A header block far above one frame: the server splits it into HEADERS + CONTINUATION.
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-a': BIG_A, 'x-b': BIG_B }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(grpcFrame(Buffer.from('fine')));
+  });
+  // The answer comes through one HTTP/2 frame at a time, a pause after each: each CONTINUATION
+  // frame is read whole, on its own, and the block ends reads later.
+  const trickle = net.createServer((down) => {
+    const up = net.connect(raw.port, '127.0.0.1');
+    down.on('data', (d) => up.write(d));
+    let held = Buffer.alloc(0);
+    up.on('data', async (d: Buffer) => {
+      up.pause();
+      held = Buffer.concat([held, d]);
+      while (held.length >= 9) {
+        const size = 9 + ((held[0]! << 16) | (held[1]! << 8) | held[2]!);
+        if (held.length < size) break;
+        down.write(held.subarray(0, size));
+        held = held.subarray(size);
+        await sleep(2);
+      }
+      up.resume();
+    });
+    for (const s of [down, up]) s.on('error', () => undefined);
+    down.on('close', () => up.destroy());
+    up.on('close', () => down.destroy());
+  });
+  await new Promise<void>((r) => trickle.listen(0, '127.0.0.1', r));
+  t.teardown(() => trickle.close());
+  const big = channel(t, (trickle.address() as net.AddressInfo).port, { maxResponseBytes: 1 << 20 });
+  const busy = channel(t, srv.port, { maxResponseBytes: 1 << 20 });
+  const calls = big.call(PATH, Buffer.from('x'), 10_000);
+  // The other connection keeps reading answers while the header block trickles in.
+  for (let i = 0; i < 20; i++) await busy.call(PATH, Buffer.from(String(i)), 5000);
+  const r = await calls;
+  t.ok(r.ok && r.message.toString() === 'fine', 'a header block in CONTINUATION frames over many reads, next to another connection\'s answers');
+});
+
 t.test('answers the gRPC spec maps from HTTP, and malformed ones', async (t) => {
   const cases: [string, (s: http2.ServerHttp2Stream) => void, number, RegExp][] = [
     ['HTTP 503', (s) => { s.respond({ ':status': 503 }); s.end(); }, Status.UNAVAILABLE, /503/],
