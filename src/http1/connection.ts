@@ -65,16 +65,14 @@ function tcpConnect(host: string, port: number, onread: net.OnReadOpts): net.Soc
   return net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000, onread });
 }
 
+// Upstream connections read their answers' heads into the shared READ_BUFFER (src/read-buffer.ts):
+// body bytes in it are copied out before a handler gets them (except a small last chunk, lent until
+// the answer ends), and so is a partial head the parser keeps. While a large body streams in large
+// reads, a connection reads into buffers of its own, which its chunks then keep without a copy (see
+// `nextReadBuffer`).
+
 /** The most a read takes in at once (what Node reads into by default). */
 const READ_SIZE = READ_BUFFER.length;
-
-/*
- * Upstream connections read their answers' heads into the shared READ_BUFFER (src/read-buffer.ts):
- * body bytes in it are copied out before a handler gets them (except a small last chunk, lent until
- * the answer ends), and so is a partial head the parser keeps. While a large body streams in large
- * reads, a connection reads into buffers of its own, which its chunks then keep without a copy (see
- * `nextReadBuffer`).
- */
 /** A read at least this large means a body is streaming in bulk. */
 const BULK_READ = 16 * 1024;
 
