@@ -185,6 +185,11 @@ function certificateProblem(cert: string, key: string): string | undefined {
   return certificate.checkPrivateKey(privateKey) ? undefined : 'private_key does not belong to the certificate';
 }
 
+/** A PEM's SHA-256 (hex) for a plan's key; '' when absent. */
+function digest(pem: string | undefined): string {
+  return pem === undefined ? '' : createHash('sha256').update(pem).digest('hex');
+}
+
 /** Envoy's `DataSource` (a file, inline text or base64 bytes) as text; `undefined` when absent. */
 function readDataSource(source: unknown, name: string, readFile: ReadFile): string | undefined | { problem: string } {
   if (!isObject(source)) return undefined;
@@ -255,7 +260,6 @@ export function compileAccessLogPlan(snapshot: Snapshot, readFile: ReadFile = re
       }
       const flushMs = durationMs(common.buffer_flush_interval) ?? DEFAULT_FLUSH_MS;
       const bufferBytes = typeof common.buffer_size_bytes === 'number' ? common.buffer_size_bytes : DEFAULT_BUFFER_BYTES;
-      const digest = (pem: string | undefined): string => (pem === undefined ? '' : createHash('sha256').update(pem).digest('hex'));
       const tlsKey = tls && [tls.sni ?? '', digest(tls.ca), digest(tls.cert), digest(tls.key)];
       const key = JSON.stringify([w.key, logName, targets, flushMs, bufferBytes, tlsKey ?? null]);
       const spec: AccessLogSpec = specs.get(key) ?? Object.freeze({

@@ -15,7 +15,7 @@
  */
 import type { Socket } from 'node:net';
 import { HpackDecoder, HpackError } from './hpack.js';
-import { lent } from '../read-buffer.js';
+import { inReadBuffer } from '../read-buffer.js';
 
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -298,7 +298,7 @@ export abstract class H2Connection<S extends StreamBase> {
         const c = this.continued;
         if (!c || c.id !== id) return this.goAway(H2Error.PROTOCOL_ERROR, 'CONTINUATION without HEADERS');
         // Kept until END_HEADERS, which may come in a later read: copied out of a shared read buffer.
-        c.parts.push(lent(payload) ? Buffer.from(payload) : payload);
+        c.parts.push(inReadBuffer(payload) ? Buffer.from(payload) : payload);
         c.size += payload.length;
         if (c.size > MAX_HEADER_BLOCK) return this.goAway(H2Error.ENHANCE_YOUR_CALM, `header block above ${MAX_HEADER_BLOCK} bytes`);
         if (flags & END_HEADERS) {

@@ -21,7 +21,7 @@
  * Limits: frames up to 16 KiB (our SETTINGS_MAX_FRAME_SIZE stays the default), header blocks up to 64 KiB.
  */
 import type { Socket } from 'node:net';
-import { lent } from '../read-buffer.js';
+import { inReadBuffer } from '../read-buffer.js';
 import {
   DATA,
   END_STREAM,
@@ -266,7 +266,7 @@ export class H2Session extends H2Connection<H2Stream> {
     if (!s) return; // a stream we cancelled: its bytes still count for the connection
     if (!s.responded) return this.streamError(s, H2Error.PROTOCOL_ERROR);
     // The call keeps its answer's bytes: copied out of a shared read buffer.
-    if (data.length > 0 && !s.owner.data(s, lent(data) ? Buffer.from(data) : data)) {
+    if (data.length > 0 && !s.owner.data(s, inReadBuffer(data) ? Buffer.from(data) : data)) {
       this.closeStream(s);
       this.resetFrame(s.id, H2Error.CANCEL);
       return this.startWaiting();

@@ -10,7 +10,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { ResponseParser, type HeaderMap, type ResponseSink } from './response-parser.js';
 import { requestHead, type BodyFraming } from './request-head.js';
-import { READ_BUFFER, lent as isLent } from '../read-buffer.js';
+import { READ_BUFFER, inReadBuffer } from '../read-buffer.js';
 
 /** What the caller can do to a request in flight. */
 export interface UpstreamController {
@@ -323,7 +323,7 @@ export class Connection implements ResponseSink {
     const attempt = this.attempt!;
     // A view of the shared read buffer is copied before the handler may keep it.
     const lent = last && chunk.length <= LENT_CHUNK_BYTES;
-    attempt.handler.onResponseData(attempt, !lent && isLent(chunk) ? Buffer.from(chunk) : chunk, last);
+    attempt.handler.onResponseData(attempt, !lent && inReadBuffer(chunk) ? Buffer.from(chunk) : chunk, last);
   }
 
   onComplete(trailers: HeaderMap | undefined): void {

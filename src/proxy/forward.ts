@@ -28,12 +28,6 @@ export interface ForwardHooks {
   onFailure(exchange: Exchange, kind: FailureKind): boolean;
 }
 
-/**
- * A last body chunk up to this size is handed to `res.end` as text (see `onResponseEnd`): the
- * chunks the pool lends rather than gives, which must not outlive the call.
- */
-const TEXT_TAIL_BYTES = LENT_CHUNK_BYTES;
-
 /** Thrown into an attempt that is dropped because a retry replaces it. */
 class RetryScheduled extends Error {
   override name = 'RetryScheduled';
@@ -145,10 +139,11 @@ class ResponseHandler implements UpstreamHandler {
     const tail = this.tail;
     if (tail !== undefined) {
       this.tail = undefined;
-      // Node writes a head and a text body as one string in one write; a Buffer body goes through
-      // the socket's writev path (an array of chunks and a callback a response). Latin-1 maps each
-      // byte to one character and back, so any bytes survive the trip.
-      if (tail.length <= TEXT_TAIL_BYTES) res.end(tail.toString('latin1'), 'latin1');
+      // A chunk the pool lends (up to LENT_CHUNK_BYTES, a view of its read buffer) must not outlive
+      // this call; as text it does not, and Node writes a head and a text body as one string (a
+      // Buffer body takes the outgoing message's pending-data queue). Latin-1 maps each byte to one
+      // character and back, so any bytes survive the trip.
+      if (tail.length <= LENT_CHUNK_BYTES) res.end(tail.toString('latin1'), 'latin1');
       else res.end(tail);
     } else {
       res.end();
