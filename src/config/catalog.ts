@@ -51,7 +51,10 @@ export function recordKey(kind: ReadKind, record: RawRecord): string | undefined
 }
 
 export function buildCatalog(records: readonly SourcedRecord[]): { catalog: Catalog; duplicates: Duplicate[] } {
-  const seen = new Map<string, SourcedRecord>();
+  // The first record of each key, per kind (no `kind:key` string made and hashed per record).
+  const seen: Record<ReadKind, Map<string, SourcedRecord>> = {
+    org: new Map(), location: new Map(), gvc: new Map(), workload: new Map(), domain: new Map(), deployment: new Map(),
+  };
   const maps: Record<ReadKind, Map<string, RawRecord>> = {
     org: new Map(), location: new Map(), gvc: new Map(), workload: new Map(), domain: new Map(), deployment: new Map(),
   };
@@ -61,12 +64,12 @@ export function buildCatalog(records: readonly SourcedRecord[]): { catalog: Cata
     if (!isReadKind(kind)) continue;
     const key = recordKey(kind, sourced.record);
     if (key === undefined) continue;
-    const first = seen.get(`${kind}:${key}`);
+    const first = seen[kind].get(key);
     if (first) {
       duplicates.push({ record: sourced, first });
       continue;
     }
-    seen.set(`${kind}:${key}`, sourced);
+    seen[kind].set(key, sourced);
     maps[kind].set(key, sourced.record);
   }
   const placed = new Map<string, readonly string[]>();

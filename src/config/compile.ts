@@ -8,7 +8,7 @@
  * part, `region` the rest (`aws-us-west-2` → `aws`, `us-west-2`; `local` → `local`, `local`).
  */
 import { gvcAlias } from './alias.js';
-import { buildCatalog } from './catalog.js';
+import { buildCatalog, type Catalog } from './catalog.js';
 import { compileWorkload } from './compile-workload.js';
 import { deepFreeze, frozen } from './frozen.js';
 import { linkOfKind, locationName, workloadRef } from './links.js';
@@ -142,9 +142,17 @@ function compileDeployment(deployment: DeploymentRecord): DeploymentReplicaModel
   return out;
 }
 
-/** Builds the snapshot; `warnings` are validation's, carried along for `/config` and the logs. */
-export function compile(records: readonly SourcedRecord[], settings: Settings, generation: number, warnings: readonly string[] = []): Snapshot {
-  const { catalog } = buildCatalog(records);
+/**
+ * Builds the snapshot; `warnings` are validation's, carried along for `/config` and the logs, and
+ * `catalog` the index validation built of the same records (built here when not given).
+ */
+export function compile(
+  records: readonly SourcedRecord[],
+  settings: Settings,
+  generation: number,
+  warnings: readonly string[] = [],
+  catalog: Catalog = buildCatalog(records).catalog,
+): Snapshot {
   const org = catalog.org ? compileOrg(catalog.org as unknown as OrgRecord) : undefined;
   const locations = new Map<string, LocationModel>();
   for (const [name, loc] of catalog.locations) locations.set(name, compileLocation(loc as unknown as LocationRecord));

@@ -105,7 +105,7 @@ export function oneOf(values: readonly (string | number | boolean)[]): Check {
 export function arr(each?: Check): Check {
   return (v, at, r) => {
     if (!Array.isArray(v)) return r.error(at, 'must be an array');
-    if (each) v.forEach((x, i) => each(x, item(at, i), r));
+    if (each) for (let i = 0; i < v.length; i++) each(v[i], item(at, i), r);
   };
 }
 
@@ -143,15 +143,21 @@ export interface ObjOptions {
 
 export function obj(fields: Fields, opts: ObjOptions = {}): Check {
   const allowed = Object.keys(fields).join(', ');
+  // Looked up in a Map, and the members' paths made without a regex test: a 10,000-workload
+  // configuration passes through here about a million times.
+  const checks = new Map(Object.entries(fields).map(([k, check]) => [k, { check, plain: PLAIN_KEY.test(k) }]));
+  const required = opts.required ?? [];
   return (v, at, r) => {
     if (!isObject(v)) return r.error(at, 'must be an object');
-    for (const name of opts.required ?? []) {
+    for (const name of required) {
       if (isAbsent(v[name])) r.error(member(at, name), 'is required');
     }
-    for (const [k, x] of Object.entries(v)) {
-      const check = fields[k];
-      if (check) {
-        if (!isAbsent(x)) check(x, member(at, k), r);
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue;
+      const field = checks.get(k);
+      if (field) {
+        const x = v[k];
+        if (!isAbsent(x)) field.check(x, field.plain ? (at === '' ? k : `${at}.${k}`) : member(at, k), r);
       } else if (opts.closed) {
         r.error(member(at, k), `unknown member (allowed: ${allowed})`);
       }

@@ -62,9 +62,9 @@ export function checkSettings(settings: Settings): string[] {
 export function compileRecords(records: readonly RecordInput[], settings: Settings = defaultSettings, generation = 1): LoadResult {
   const sourced = toSourced(records);
   const settingsErrors = checkSettings(settings);
-  const { errors, warnings } = validate(sourced, settings);
+  const { errors, warnings, catalog } = validate(sourced, settings);
   if (settingsErrors.length + errors.length > 0) return { ok: false, errors: [...settingsErrors, ...errors], warnings };
-  return { ok: true, snapshot: compile(sourced, settings, generation, warnings) };
+  return { ok: true, snapshot: compile(sourced, settings, generation, warnings, catalog) };
 }
 
 /** Reads, validates and compiles the records of files and folders (and `extra` records in memory). */

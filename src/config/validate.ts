@@ -21,6 +21,8 @@ import { DESCRIPTION_MAX, NAME_MAX, isHostName } from './values.js';
 export interface ValidationResult {
   readonly errors: string[];
   readonly warnings: string[];
+  /** The record index the checks used; `compile()` takes it instead of building it again. */
+  readonly catalog: Catalog;
 }
 
 interface KindRules {
@@ -101,5 +103,5 @@ export function validate(records: readonly SourcedRecord[], settings: Settings):
     }
   }
   checkAliases(catalog, errors);
-  return { errors, warnings };
+  return { errors, warnings, catalog };
 }
