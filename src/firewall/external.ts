@@ -100,12 +100,25 @@ function headerAdmits(rule: HeaderRule, raw: readonly string[]): boolean {
 }
 
 const cache = new WeakMap<object, CompiledFirewall>();
+/**
+ * Compiled firewalls by their configuration's text: most workloads of a configuration share one
+ * (ten thousand workloads allowing `0.0.0.0/0` and `::/0` parse four ranges, not forty thousand).
+ * A compiled firewall is immutable, so sharing is safe; emptied when it holds `SHARED_MAX` texts.
+ */
+const shared = new Map<string, CompiledFirewall>();
+const SHARED_MAX = 4096;
 
 /** The compiled firewall of a workload model (models are immutable and replaced on reload). */
 export function externalFirewall(workload: WorkloadModel): CompiledFirewall {
   let compiled = cache.get(workload);
   if (!compiled) {
-    compiled = compileExternalFirewall(workload);
+    const text = JSON.stringify(workload.firewallConfig?.external ?? null);
+    compiled = shared.get(text);
+    if (!compiled) {
+      compiled = compileExternalFirewall(workload);
+      if (shared.size >= SHARED_MAX) shared.clear();
+      shared.set(text, compiled);
+    }
     cache.set(workload, compiled);
   }
   return compiled;

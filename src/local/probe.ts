@@ -248,12 +248,15 @@ export function startProbing(
   quiet?: QuietProbing,
 ): () => void {
   const p = probe ?? DEFAULT_PROBE;
-  const log = deps.logger.child({
+  // Made when first needed: a router starting with 10,000 replicas would build 10,000 child loggers
+  // (each serialising its bindings) for lines that mostly never come.
+  let childLog: ProbeDeps['logger'] | undefined;
+  const log = (): ProbeDeps['logger'] => (childLog ??= deps.logger.child({
     component: 'probe',
     workload: replica.workload,
     location: replica.location,
     replica: replica.name,
-  });
+  }));
   // Fractional seconds are accepted (tests use them); a zero period must not spin.
   const periodMs = Math.max(10, p.periodSeconds * 1000);
   const timeoutMs = Math.max(1, p.timeoutSeconds * 1000);
@@ -322,7 +325,7 @@ export function startProbing(
       passed = await runCheck(p, addressOf, deps, controller.signal);
     } catch (error) {
       passed = false;
-      if (!loggedError) log.warn({ err: error, probe: p.kind }, 'readiness probe could not run');
+      if (!loggedError) log().warn({ err: error, probe: p.kind }, 'readiness probe could not run');
       loggedError = true;
     } finally {
       deps.clock.clearTimeout(timeout);
@@ -331,10 +334,10 @@ export function startProbing(
     if (stopped) return;
     const next = nextProbeState(state, passed, p);
     if (next.ready !== state.ready) {
-      log.info({ probe: p.kind, ready: next.ready, failures: next.failures }, next.ready ? 'replica ready' : 'replica not ready');
+      if (deps.logger.isLevelEnabled('info')) log().info({ probe: p.kind, ready: next.ready, failures: next.failures }, next.ready ? 'replica ready' : 'replica not ready');
       deps.registry.setReady(replica, next.ready);
     } else if (!passed) {
-      log.debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
+      if (deps.logger.isLevelEnabled('debug')) log().debug({ probe: p.kind, failures: next.failures }, 'readiness probe failed');
     }
     if (next.ready !== state.ready || next.successes !== state.successes || next.failures !== state.failures) state = next;
     completeFirst();

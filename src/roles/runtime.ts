@@ -207,6 +207,7 @@ export class Runtime {
     let total = 0;
     for (const list of snapshot.deployments.values()) total += list.length;
     const replicas: Replica[] = [];
+    const probeDeps = { ...this.deps, registry: this.replicas, logger: this.opts.logger };
     for (const [key, list] of snapshot.deployments) {
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
@@ -215,8 +216,9 @@ export class Runtime {
       const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS, this.quietSlots);
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
+      const probeIdentity = JSON.stringify(probe ?? null);
       for (const d of list) {
-        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', portNumber, d.forcedNotReady, probe ?? null]);
+        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
         let deployed = previous.get(identity);
         if (deployed) {
           previous.delete(identity);
@@ -236,7 +238,7 @@ export class Runtime {
           };
           const stop = d.forcedNotReady
             ? () => undefined
-            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, { ...this.deps, registry: this.replicas, logger: this.opts.logger }, quiet);
+            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, probeDeps, quiet);
           deployed = { replica, stop };
         }
         next.set(identity, deployed);

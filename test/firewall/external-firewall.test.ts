@@ -58,6 +58,16 @@ t.test('compiled once per workload model', async (t) => {
   t.equal(externalFirewall(model), externalFirewall(model));
 });
 
+t.test('workloads with the same firewall share one compiled firewall; a different one gets its own', async (t) => {
+  const model = (allow: string[]) => ({ firewallConfig: { external: { inboundAllowCIDR: allow } } }) as never;
+  const a = externalFirewall(model(['10.0.0.0/8', '::/0']));
+  t.equal(externalFirewall(model(['10.0.0.0/8', '::/0'])), a, 'same configuration: the same compiled firewall');
+  const b = externalFirewall(model(['10.0.0.0/16']));
+  t.not(b, a);
+  t.equal(b.check?.('10.1.0.1', []), 'not_allowed', 'and it checks its own ranges');
+  t.equal(a.check?.('10.1.0.1', []), undefined);
+});
+
 t.test('validation rejects header filters that could not compile, at load', async (t) => {
   const { validate } = await import('../../src/config/validate.js');
   const { toSourced } = await import('../../src/config/snapshot.js');
