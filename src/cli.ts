@@ -7,7 +7,6 @@
 import './v8-flags.js';
 import './allocator.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import YAML from 'yaml';
 import type { Logger } from 'pino';
 import { defaultSettings, loadSnapshot, ConfigError } from './config/index.js';
 import type { Settings, Snapshot } from './config/model.js';
@@ -23,6 +22,7 @@ import { parseDuration } from './config/values.js';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { parseWorkers, runClustered } from './cluster/index.js';
+import { yamlLib } from './yaml-lib.js';
 
 const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },
@@ -263,7 +263,7 @@ async function endpoints(flags: Flags): Promise<number> {
   const list = listEndpoints(snapshot);
   const format = flags.output ?? 'text';
   if (format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');
-  else if (format === 'yaml') process.stdout.write(YAML.stringify(list));
+  else if (format === 'yaml') process.stdout.write(yamlLib().stringify(list));
   else if (format === 'text') process.stdout.write(formatEndpointsText(list));
   else throw new UsageError(`--output must be text, json or yaml, not ${JSON.stringify(format)}`);
   return 0;

@@ -9,11 +9,12 @@
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { LineCounter, isMap, isSeq, parseAllDocuments } from 'yaml';
+import type { LineCounter } from 'yaml';
 import jsyaml from 'js-yaml';
 import { deepFreeze } from './frozen.js';
 import { jsonErrorOffset } from './json-error.js';
 import { FAST_CORE_SCHEMA, readPlainYaml } from './yaml-fast.js';
+import { yamlLib } from '../yaml-lib.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
 
@@ -42,7 +43,8 @@ interface Sink {
 /** Adds the records in `value` (a record, an array of them, or a list response); `node` is its YAML node. */
 function collect(value: unknown, node: unknown, index: number, sink: Sink, listKind?: unknown): void {
   if (Array.isArray(value)) {
-    const items = isSeq(node) ? node.items : [];
+    // `node` is the YAML node (full parse only; undefined for JSON, which never loads the library).
+    const items = node !== undefined && yamlLib().isSeq(node) ? node.items : [];
     value.forEach((v, i) => collect(v, items[i], i + 1, sink, listKind));
     return;
   }
@@ -54,7 +56,7 @@ function collect(value: unknown, node: unknown, index: number, sink: Sink, listK
   if (Array.isArray(value.items) && value.name === undefined) {
     // A list response: its kind names the items' kind unless it is the generic `list`.
     const kind = typeof value.kind === 'string' && value.kind !== 'list' ? value.kind : undefined;
-    collect(value.items, isMap(node) ? node.get('items', true) : undefined, index, sink, kind);
+    collect(value.items, node !== undefined && yamlLib().isMap(node) ? node.get('items', true) : undefined, index, sink, kind);
     return;
   }
   const record: RawRecord = value.kind === undefined && listKind !== undefined ? { kind: listKind, ...value } : value;
@@ -87,7 +89,7 @@ function parseJson(text: string, sink: Sink): void {
 }
 
 function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
-  const docs = parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  const docs = yamlLib().parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
   let index = 0;
   for (const doc of docs) {
     index++;
@@ -178,7 +180,7 @@ export function parseRecords(text: string, source: string, format: 'json' | 'yam
     parseJson(body, { source, records, errors, lineOf: () => undefined });
   } else {
     if (parseYamlFast(body, source, records)) return owned(records, errors);
-    const counter = new LineCounter();
+    const counter = new (yamlLib().LineCounter)();
     const lineOf = (node: unknown): number | undefined => {
       const range = (node as { range?: [number, number, number] } | undefined)?.range;
       return range ? counter.linePos(range[0]).line : undefined;

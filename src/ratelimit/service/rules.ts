@@ -12,9 +12,9 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import YAML from 'yaml';
 import { isConfigFileName } from '../../config/load.js';
 import type { Unit } from '../proto.js';
+import { yamlLib } from '../../yaml-lib.js';
 
 export type Algorithm = 'fixed-window' | 'sliding-window';
 export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
@@ -235,7 +235,7 @@ function freeze(node: Building): RuleNode {
 /** Parse one rules document. `file` is used in the error messages only. */
 export function parseRules(source: string, file: string): { ok: true; domain: DomainRules } | { ok: false; errors: string[] } {
   const r = new Report(file);
-  const docs = YAML.parseAllDocuments(source, { schema: 'failsafe', prettyErrors: true });
+  const docs = yamlLib().parseAllDocuments(source, { schema: 'failsafe', prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [];
   for (const doc of list) {
     for (const e of doc.errors) {
