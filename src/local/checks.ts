@@ -55,7 +55,45 @@ export function checkHttp(target: HostPort, check: HttpCheck, signal: AbortSigna
   });
 }
 
-export function checkTcp(target: HostPort, signal: AbortSignal): Promise<boolean> {
+/**
+ * What tells a check that its time is up: an AbortSignal, or the probe loop's lighter
+ * `CheckDeadline` (which `checkTcp` takes).
+ */
+export interface CheckAbort {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * A one-shot abort for one TCP check, in place of an AbortController: a router checking 10,000
+ * replicas makes one per check, and an AbortController with its EventTarget listener cost a quarter
+ * to a third of a TCP check's user time (131–160 against 98–128 µs a check, connect and close
+ * included, in alternating runs on a slow 2-core machine). One listener at most; `abort()` runs it
+ * once.
+ */
+export class CheckDeadline implements CheckAbort {
+  aborted = false;
+  private listener: (() => void) | undefined;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+}
+
+export function checkTcp(target: HostPort, signal: CheckAbort): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(false);
     const socket = connect({ host: target.host, port: target.port });

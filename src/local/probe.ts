@@ -18,7 +18,7 @@
 import type { Deps, Timer } from '../deps.js';
 import type { ProbeModel } from '../config/model.js';
 import type { HostPort, Replica, WorkloadTraffic } from '../routing/replicas.js';
-import { checkExec, checkGrpc, checkHttp, checkTcp } from './checks.js';
+import { CheckDeadline, checkExec, checkGrpc, checkHttp, checkTcp } from './checks.js';
 
 /** Where a probe connects: declared port number (undefined: the first port) → host and port. */
 export type AddressOf = (declaredPort: number | undefined) => HostPort | undefined;
@@ -74,9 +74,14 @@ export function nextProbeState(
   return { successes: 0, failures, ready: state.ready && failures < Math.max(1, thresholds.failureThreshold) };
 }
 
-async function runCheck(probe: ProbeModel, addressOf: AddressOf, deps: ProbeDeps, signal: AbortSignal): Promise<boolean> {
+/** How a running check is stopped at its timeout: a CheckDeadline for TCP (see checks.ts), an AbortController for the rest. */
+type CheckStop = CheckDeadline | AbortController;
+
+async function runCheck(probe: ProbeModel, addressOf: AddressOf, deps: ProbeDeps, stop: CheckStop): Promise<boolean> {
+  const target = probe.kind === 'exec' ? undefined : addressOf(probe.port);
+  if (stop instanceof CheckDeadline) return target !== undefined && checkTcp(target, stop);
+  const { signal } = stop;
   if (probe.kind === 'exec') return checkExec(probe.command ?? [], deps.env, signal);
-  const target = addressOf(probe.port);
   if (target === undefined) return false;
   switch (probe.kind) {
     case 'http':
@@ -263,7 +268,7 @@ export function startProbing(
   let state = INITIAL_PROBE_STATE;
   let stopped = false;
   let timer: Timer | undefined;
-  let running: AbortController | undefined;
+  let running: CheckStop | undefined;
   let loggedError = false;
   /** Set while the replica waits for its workload's first request (see `onRouted`). */
   let cancelWake: (() => void) | undefined;
@@ -317,12 +322,12 @@ export function startProbing(
     if (stopped) return;
     const started = deps.clock.now();
     lastStarted = started;
-    const controller = new AbortController();
-    running = controller;
-    const timeout = deps.clock.setTimeout(() => controller.abort(), timeoutMs);
+    const stop: CheckStop = p.kind === 'tcp' ? new CheckDeadline() : new AbortController();
+    running = stop;
+    const timeout = deps.clock.setTimeout(() => stop.abort(), timeoutMs);
     let passed: boolean;
     try {
-      passed = await runCheck(p, addressOf, deps, controller.signal);
+      passed = await runCheck(p, addressOf, deps, stop);
     } catch (error) {
       passed = false;
       if (!loggedError) log().warn({ err: error, probe: p.kind }, 'readiness probe could not run');

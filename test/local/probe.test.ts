@@ -4,7 +4,9 @@ import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../src/routing/replicas.js';
 import { addressOfDeployment, nextProbeState, QuietSlots, quietWait, type QuietCheck, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
-import { checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
+import { CheckDeadline, checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { allocatePort } from '../../src/local/ports.js';
 import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
 
@@ -69,6 +71,53 @@ t.test('TCP check: open vs closed', async (t) => {
   const port = await listen(server);
   t.equal(await checkTcp({ host: '127.0.0.1', port }, never), true);
   t.equal(await checkTcp({ host: '127.0.0.1', port: await allocatePort() }, never), false);
+});
+
+t.test('CheckDeadline: one listener, run once at the first abort; a removed listener is not run', async (t) => {
+  const d = new CheckDeadline();
+  const calls: string[] = [];
+  const first = (): void => void calls.push('first');
+  d.addEventListener('abort', first);
+  d.removeEventListener('abort', first);
+  d.addEventListener('abort', () => calls.push('second'));
+  t.equal(d.aborted, false);
+  d.abort();
+  d.abort();
+  t.equal(d.aborted, true);
+  t.same(calls, ['second']);
+});
+
+t.test('TCP check: a connect that hangs fails at the deadline, whichever kind stops it', async (t) => {
+  // A listening socket whose process is stopped: the kernel completes handshakes until the accept
+  // queue is full, then drops SYNs, so a further connect hangs (its SYN retried after 1 s, 3 s, ...).
+  const child = spawn(process.execPath, ['-e', `
+    const s = require('net').createServer();
+    s.listen({ host: '127.0.0.1', port: 0, backlog: 1 }, () => {
+      process.stdout.write(String(s.address().port) + '\\n', () => process.kill(process.pid, 'SIGSTOP'));
+    });`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+  await new Promise((r) => setTimeout(r, 100)); // the child has stopped itself
+  const fillers = Array.from({ length: 4 }, () => connect({ host: '127.0.0.1', port }).on('error', () => undefined));
+  t.teardown(() => fillers.forEach((s) => s.destroy()));
+  await new Promise((r) => setTimeout(r, 200));
+
+  const deadline = new CheckDeadline();
+  let started = Date.now();
+  const byDeadline = checkTcp({ host: '127.0.0.1', port }, deadline);
+  setTimeout(() => deadline.abort(), 150);
+  t.equal(await byDeadline, false, 'a CheckDeadline stops it');
+  let took = Date.now() - started;
+  t.ok(took >= 140 && took < 900, `at the deadline (${took} ms), not at a SYN retry`);
+
+  started = Date.now();
+  t.equal(await checkTcp({ host: '127.0.0.1', port }, timeoutSignal(150)), false, 'an AbortSignal stops it too');
+  took = Date.now() - started;
+  t.ok(took >= 140 && took < 900, `at the deadline (${took} ms)`);
+
+  const early = new CheckDeadline();
+  early.abort();
+  t.equal(await checkTcp({ host: '127.0.0.1', port }, early), false, 'already past its deadline: fails without connecting');
 });
 
 t.test('TCP check: the connection is closed in order, never reset', async (t) => {
