@@ -380,8 +380,9 @@ export class Connection implements ResponseSink {
     this.lastRead = bytes;
     const err = this.parser.execute((buffer as Buffer).subarray(0, bytes));
     if (err) this.fail(err);
-    // Bytes the parser keeps for the next read (a head or chunk line split between reads).
-    else this.parser.ownPending();
+    // Bytes the parser keeps for the next read (a head or chunk line split between reads), when they
+    // are in the shared buffer; a buffer of the connection's own is not reused.
+    else if (buffer === READ_BUFFER) this.parser.ownPending();
     return true;
   };
 
