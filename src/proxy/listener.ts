@@ -20,6 +20,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { serveHttp1, type DownstreamOptions } from '../http1/downstream.js';
 import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -230,9 +231,20 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     plain.on('session', onSession);
     plain.on('stream', onStream);
     const httpServer = h1;
+    // Ordinary requests are served without Node's HTTP/1.1 server (src/http1/downstream.ts), except
+    // on a listener that counts requests per connection: Node's server does the counting there.
+    const quick: DownstreamOptions | undefined = limits.maxRequestsPerConnection > 0 ? undefined : {
+      idleTimeoutMs: limits.idleTimeoutMs,
+      maxHeadBytes: MAX_HEADER_SIZE,
+      onRequest: (req, res) => {
+        closeWhenDue(req, res);
+        handlers.request(req, res);
+      },
+      handOver: (socket) => httpServer.emit('connection', socket),
+    };
     outer = net.createServer({ noDelay: true }, (socket) => {
       track(socket);
-      sniff(socket, httpServer, plain, limits.headersTimeoutMs);
+      sniff(socket, httpServer, plain, limits.headersTimeoutMs, quick);
     });
   }
   if (limits.maxConnections > 0) outer.maxConnections = limits.maxConnections;
@@ -320,7 +332,7 @@ function inFlightResponse(socket: Duplex): http.ServerResponse | null | undefine
 }
 
 /** Peek at the first bytes and hand the socket to the server that speaks its protocol. */
-function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number): void {
+function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number, quick: DownstreamOptions | undefined): void {
   let seen: Buffer | undefined;
   const onData = (chunk: Buffer): void => {
     const data = seen ? Buffer.concat([seen, chunk]) : chunk;
@@ -337,6 +349,10 @@ function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeo
     // up to 3600 s), an idle CONNECT tunnel.
     socket.setTimeout(0);
     socket.off('timeout', onIdle);
+    if (!isPrefix && quick !== undefined) {
+      serveHttp1(socket, data, quick);
+      return;
+    }
     socket.pause();
     socket.unshift(data);
     if (isPrefix) {

@@ -1,0 +1,116 @@
+/**
+ * Reads the head of an HTTP/1.1 request from a client when it has the common, unremarkable shape: a
+ * known method, an origin- or absolute-form target of visible ASCII, `HTTP/1.1`, and fields that are
+ * plain tokens with printable values, each name once, no body. Anything else (a body, an Upgrade, a
+ * `Connection` other than keep-alive, `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
+ * field, a control character, an unknown method, a head not yet complete or over the size limit) is
+ * declined with `undefined`, and the caller hands the connection to Node's HTTP/1.1 server, which
+ * then answers exactly as it always does, errors included. So this reader never decides a request
+ * is bad; it only decides a request is ordinary.
+ */
+
+/** A request head the quick path serves. */
+export interface PlainRequestHead {
+  readonly method: string;
+  readonly url: string;
+  /** Lower-cased names; each value trimmed of surrounding blanks, as Node's parser gives them. */
+  readonly headers: Record<string, string>;
+  /** Names as sent, values trimmed: `[name, value, name, value, ...]`. */
+  readonly rawHeaders: string[];
+  /** Offset just past the head's empty line. */
+  readonly end: number;
+}
+
+/** Methods served on the quick path (interned: the head's text maps to these constants). */
+const METHODS = new Map(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH'].map((m) => [m, m]));
+/** Anything but HTAB, CR, LF, printable ASCII and obs-text; or a CR not before LF; or an LF not after CR. */
+const BAD_BYTES = /[^\t\r\n\x20-\x7e\x80-\xff]|\r(?!\n)|(?<!\r)\n/;
+const TARGET = /^[\x21-\x7e]+$/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** More fields than this: declined (Node's own server decides). */
+const MAX_FIELDS = 128;
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+
+/** Field names as sent → lower-cased, for names seen before (a client sends the same few names). */
+const lowerNames = new Map<string, string>();
+const MAX_NAMES = 512;
+
+function lowerName(name: string): string | undefined {
+  const known = lowerNames.get(name);
+  if (known !== undefined) return known;
+  if (!TOKEN.test(name)) return undefined;
+  const lower = name.toLowerCase();
+  if (lowerNames.size < MAX_NAMES) lowerNames.set(name, lower);
+  return lower;
+}
+
+/**
+ * Fields whose presence sends the request to Node's server: they frame a body, change the
+ * connection, or ask for an interim answer. `content-length: 0` and `connection: keep-alive` are the
+ * two harmless spellings kept.
+ */
+function declinedField(lower: string, value: string): boolean {
+  switch (lower) {
+    case 'content-length':
+      return value !== '0';
+    case 'connection':
+      return value.toLowerCase() !== 'keep-alive';
+    case 'transfer-encoding':
+    case 'upgrade':
+    case 'expect':
+    case 'http2-settings':
+    case 'set-cookie':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * The head at the start of `buf`, or `undefined` when the quick path should not serve it (see the
+ * module comment; an incomplete head is declined too).
+ */
+export function readPlainRequestHead(buf: Buffer, maxHeadBytes: number): PlainRequestHead | undefined {
+  const blank = buf.indexOf(HEAD_END);
+  if (blank === -1 || blank + 4 > maxHeadBytes) return undefined;
+  // Through the last field line's CRLF; latin1 keeps one character per byte.
+  const text = buf.toString('latin1', 0, blank + 2);
+  if (BAD_BYTES.test(text)) return undefined;
+  let lineEnd = text.indexOf('\r\n');
+  const sp1 = text.indexOf(' ');
+  if (sp1 <= 0 || sp1 > lineEnd) return undefined;
+  const method = METHODS.get(text.slice(0, sp1));
+  if (method === undefined) return undefined;
+  const sp2 = text.indexOf(' ', sp1 + 1);
+  if (sp2 === -1 || lineEnd - sp2 !== 9 || !text.startsWith('HTTP/1.1', sp2 + 1)) return undefined;
+  const url = text.slice(sp1 + 1, sp2);
+  if (!TARGET.test(url)) return undefined;
+  const headers: Record<string, string> = {};
+  const rawHeaders: string[] = [];
+  let pos = lineEnd + 2;
+  while (pos < text.length) {
+    lineEnd = text.indexOf('\r\n', pos);
+    const colon = text.indexOf(':', pos);
+    if (colon <= pos || colon > lineEnd) return undefined;
+    const name = text.slice(pos, colon);
+    const lower = lowerName(name);
+    if (lower === undefined) return undefined;
+    let from = colon + 1;
+    let to = lineEnd;
+    while (from < to && isBlank(text.charCodeAt(from))) from++;
+    while (to > from && isBlank(text.charCodeAt(to - 1))) to--;
+    const value = text.slice(from, to);
+    // A name seen twice, or one an object already answers (`constructor`, `__proto__`): Node's
+    // server has the rules for those.
+    if (headers[lower] !== undefined || declinedField(lower, value)) return undefined;
+    headers[lower] = value;
+    rawHeaders.push(name, value);
+    if (rawHeaders.length > 2 * MAX_FIELDS) return undefined;
+    pos = lineEnd + 2;
+  }
+  return { method, url, headers, rawHeaders, end: blank + 4 };
+}
+
+function isBlank(code: number): boolean {
+  return code === 32 || code === 9;
+}
