@@ -400,7 +400,7 @@ class DownstreamResponse extends EventEmitter {
     this.writableEnded = true;
     const socket = this.socket;
     const head = this.takeHead();
-    const finalChunk = this.chunked ? `0\r\n${this.trailer}\r\n` : '';
+    const finalChunk = this.chunked && this.hasBody ? `0\r\n${this.trailer}\r\n` : '';
     if (!hasChunk || !this.hasBody) {
       const text = head === undefined ? finalChunk : head + finalChunk;
       if (text.length > 0) socket.write(text, 'latin1');

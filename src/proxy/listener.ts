@@ -2,8 +2,9 @@
  * One listening port that speaks HTTP/1.1 and h2c (prior knowledge) in cleartext, or HTTP/1.1 and h2
  * over TLS chosen by ALPN. Node 20 cannot serve both cleartext protocols from one server, so the port
  * is a `net.Server` that peeks at each connection's first bytes: the HTTP/2 preface goes to an
- * `http2` server, anything else to an `http` server. Every handler receives the compat
- * request/response pair of its protocol.
+ * `http2` server, anything else is HTTP/1.1, served by src/http1/downstream.ts while its requests
+ * are ordinary and by an `http` server from the first one that is not. Every handler receives the
+ * compat request/response pair of its protocol (the quick path's has the members the proxy uses).
  *
  * Limits (`ListenerLimits`, each with a production default): a client has `headersTimeoutMs` to
  * choose a protocol and send a whole HTTP/1.1 request head (slowloris: 408, connection closed);

@@ -93,6 +93,7 @@ const cases: Case[] = [
   { name: 'length and text', handler: (_q, s) => s.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 }).end('ok') },
   { name: 'HEAD with a length', method: 'HEAD', handler: (_q, s) => s.writeHead(200, { 'content-length': 2 }).end('ok') },
   { name: 'HEAD without a length', method: 'HEAD', handler: (_q, s) => { s.writeHead(200, { 'content-type': 'text/plain' }); s.write('abc'); s.end(); } },
+  { name: 'HEAD with chunked asked for', method: 'HEAD', handler: (_q, s) => s.writeHead(200, { 'transfer-encoding': 'chunked' }).end() },
   { name: 'chunked buffers', handler: (_q, s) => { s.writeHead(200, { 'content-type': 'text/plain' }); s.write(Buffer.from('abc')); s.end(Buffer.from('def')); } },
   { name: 'chunked, empty end', handler: (_q, s) => { s.writeHead(200, {}); s.write('abc'); s.end(); } },
   { name: 'chunked, headers only', handler: (_q, s) => s.writeHead(200, {}).end() },
