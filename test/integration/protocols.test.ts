@@ -710,3 +710,30 @@ t.test('upgrades and CONNECT go through the external firewall (deny by default)'
   const plain = await request(plane.port, HOST, '/');
   t.equal(plain.status, 403, 'plain HTTP blocked alike');
 });
+
+t.test('one keep-alive connection: quick-path requests, then a body (Node\'s server from there on), all answered in order', { timeout: 20_000 }, async (t) => {
+  const upstream = await startHttpServer(t, echoHandler('app'));
+  const plane = await startPlane(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${upstream.port}`] } }));
+  await plane.ready();
+  const client = await rawConnect(t, plane.port);
+  const get = (p: string): string => `GET ${p} HTTP/1.1\r\nHost: ${HOST}\r\nX-Svc-Debug: spoofed\r\n\r\n`;
+  // Three ordinary requests pipelined in one write, then a POST with a body, then two more GETs,
+  // the last asking to close: every answer in order, the body forwarded whole.
+  client.write(
+    get('/one') + get('/two?x=1') + get('/a/../three') +
+    `POST /four HTTP/1.1\r\nHost: ${HOST}\r\nContent-Length: 5\r\n\r\nhello` +
+    get('/five') + `GET /six HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`,
+  );
+  const raw = (await readAll(client)).toString('latin1');
+  const answers = raw.split(/(?=HTTP\/1\.1 \d{3} )/);
+  t.equal(answers.length, 6, 'six answers');
+  const seen = answers.map((a) => JSON.parse(a.slice(a.indexOf('\r\n\r\n') + 4)) as { method: string; url: string; body: string; headers: Record<string, string> });
+  t.same(seen.map((s) => `${s.method} ${s.url}`), ['GET /one', 'GET /two?x=1', 'GET /three', 'POST /four', 'GET /five', 'GET /six']);
+  t.equal(seen[3]!.body, 'hello');
+  for (const s of seen) {
+    t.notOk(s.headers['x-svc-debug'], `${s.url}: the client's x-svc-* header is stripped`);
+    t.match(s.headers['x-request-id'], /^[0-9a-f-]{36}$/, `${s.url}: a request id`);
+  }
+  for (const a of answers.slice(0, 5)) t.match(a, /\r\nConnection: keep-alive\r\nKeep-Alive: timeout=\d+\r\n/);
+  t.match(answers[5]!, /\r\nConnection: close\r\n/);
+});
