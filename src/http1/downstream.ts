@@ -22,6 +22,7 @@ import http from 'node:http';
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
 import { readPlainRequestHead } from './request-line.js';
+import { BAD_VALUE, TOKEN } from './response-parser.js';
 
 export interface DownstreamOptions {
   /** Keep-alive: a connection with no request in flight this long is closed (advertised in `Keep-Alive`). */
@@ -36,8 +37,6 @@ export interface DownstreamOptions {
 
 /** Node's margin over the advertised keep-alive time (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER). */
 const KEEP_ALIVE_ALLOWANCE_MS = 1000;
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 const TE_CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 

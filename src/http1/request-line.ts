@@ -8,6 +8,7 @@
  * then answers exactly as it always does, errors included. So this reader never decides a request
  * is bad; it only decides a request is ordinary.
  */
+import { fieldName } from './response-parser.js';
 
 /** A request head the quick path serves. */
 export interface PlainRequestHead {
@@ -26,23 +27,9 @@ const METHODS = new Map(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PAT
 /** Anything but HTAB, CR, LF, printable ASCII and obs-text; or a CR not before LF; or an LF not after CR. */
 const BAD_BYTES = /[^\t\r\n\x20-\x7e\x80-\xff]|\r(?!\n)|(?<!\r)\n/;
 const TARGET = /^[\x21-\x7e]+$/;
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** More fields than this: declined (Node's own server decides). */
 const MAX_FIELDS = 128;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
-
-/** Field names as sent → lower-cased, for names seen before (a client sends the same few names). */
-const lowerNames = new Map<string, string>();
-const MAX_NAMES = 512;
-
-function lowerName(name: string): string | undefined {
-  const known = lowerNames.get(name);
-  if (known !== undefined) return known;
-  if (!TOKEN.test(name)) return undefined;
-  const lower = name.toLowerCase();
-  if (lowerNames.size < MAX_NAMES) lowerNames.set(name, lower);
-  return lower;
-}
 
 /**
  * Fields whose presence sends the request to Node's server: they frame a body, change the
@@ -93,7 +80,7 @@ export function readPlainRequestHead(buf: Buffer, maxHeadBytes: number): PlainRe
     const colon = text.indexOf(':', pos);
     if (colon <= pos || colon > lineEnd) return undefined;
     const name = text.slice(pos, colon);
-    const lower = lowerName(name);
+    const lower = fieldName(name);
     if (lower === undefined) return undefined;
     let from = colon + 1;
     let to = lineEnd;

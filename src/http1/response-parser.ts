@@ -523,14 +523,15 @@ function badHeadMessage(head: string): string {
 
 /**
  * Lower-cased field names, by the name as received: an upstream sends the same few names on every
- * answer, so each is checked and lower-cased once, and the same string object is reused as the key
+ * answer (and a client on every request), so each is checked and lower-cased once, and the same string object is reused as the key
  * (V8 finds an already-internalized key without hashing it again). Bounded: past the limit, names
  * are checked every time.
  */
 const NAMES = new Map<string, string>();
 const MAX_NAMES = 1024;
 
-function fieldName(raw: string): string | undefined {
+/** The lower-cased name, or `undefined` when `raw` is not a token. */
+export function fieldName(raw: string): string | undefined {
   const known = NAMES.get(raw);
   if (known !== undefined) return known;
   if (!TOKEN.test(raw)) return undefined;

@@ -21,7 +21,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { serveHttp1, type DownstreamOptions } from '../http1/downstream.js';
+import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
 import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
