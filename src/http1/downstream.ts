@@ -163,9 +163,10 @@ class DownstreamConnection {
   }
 
   private readonly onEnd = (): void => {
-    // The client is done sending: an answer in flight has nobody to read it to the end (Node's
-    // server, not half-open, aborts it too); an idle connection just closes.
-    this.socket.destroy();
+    // The client is done sending. An answer in flight is aborted, as Node's server (not half-open)
+    // aborts it; between requests, what was written still goes out before the connection closes.
+    if (this.current === undefined) this.socket.destroySoon();
+    else this.socket.destroy();
   };
 
   private readonly onError = (): void => {

@@ -285,3 +285,18 @@ t.test('between requests the socket says no answer is in flight', async (t) => {
   await exchange(p.quick, 'GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n', 300);
   t.same(states, [true, null, true, null]);
 });
+
+t.test('a client that sends its request and closes its side still gets an answer already written', async (t) => {
+  const p = await pair(t);
+  const big = Buffer.alloc(8 * 1024 * 1024, 'q');
+  p.handler = (_req, res) => res.writeHead(200, { 'content-length': big.length }).end(big);
+  for (const port of [p.node, p.quick]) {
+    const socket = net.connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.end('GET / HTTP/1.1\r\n\r\n');
+    let bytes = 0;
+    socket.on('data', (d: Buffer) => (bytes += d.length));
+    await once(socket, 'close');
+    t.ok(bytes > big.length, `${port === p.quick ? 'quick path' : 'Node'}: all ${big.length} body bytes arrived (${bytes} bytes in all)`);
+  }
+});
