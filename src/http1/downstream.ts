@@ -1,10 +1,13 @@
 /**
  * HTTP/1.1 from clients on a cleartext listener, served without Node's HTTP server for as long as
- * the connection sends ordinary requests (`readPlainRequestHead`): no body, no upgrade, nothing a
- * client would only send on purpose. Such a request gets a request/response pair with the members
- * the proxy uses of Node's `IncomingMessage` and `ServerResponse`, and its answer leaves in one
- * write (head and body together), where Node's server needs a corked pair of writes, a parser
- * callback per field list, streams and a timer per request.
+ * the connection sends ordinary requests (`readPlainRequestHead`): no body or one framed by a plain
+ * `Content-Length`, no upgrade, nothing a client would only send on purpose. Such a request gets a
+ * request/response pair with the members the proxy uses of Node's `IncomingMessage` and
+ * `ServerResponse` (a request with a body is a Readable fed from the socket, with backpressure), and
+ * its answer leaves in one write (head and body together), where Node's server needs a corked pair of
+ * writes, a parser callback per field list, streams and a timer per request. An answer that ends
+ * before its request's body was read makes the connection read the rest and drop it (Node's `_dump`)
+ * before the next request; a client that leaves mid-body aborts its request (`aborted`, as Node's).
  *
  * The first request that is not ordinary (or a head split across reads) ends the quick path: the
  * connection is handed, at that request's first byte, to Node's server, which serves it and the rest
@@ -21,6 +24,7 @@
 import http from 'node:http';
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
+import { Readable } from 'node:stream';
 import { readPlainRequestHead } from './request-line.js';
 import { BAD_VALUE, TOKEN } from './response-parser.js';
 
@@ -71,6 +75,11 @@ class DownstreamConnection {
   /** Bytes read and not yet served. */
   private unread: Buffer | undefined = undefined;
   private current: DownstreamResponse | undefined = undefined;
+  /** The request whose body is being read, and how many of its bytes are still to come. */
+  private body: DownstreamBodyRequest | undefined = undefined;
+  private bodyLeft = 0;
+  /** Its answer has ended: the rest of the body is read and dropped. */
+  private dropping = false;
   private serving = false;
   /** Closed, closing after its last answer, or handed to Node's server: serve nothing more. */
   private over = false;
@@ -95,6 +104,10 @@ class DownstreamConnection {
 
   private readonly onData = (chunk: Buffer): void => {
     this.unread = this.unread === undefined ? chunk : Buffer.concat([this.unread, chunk]);
+    if (this.body !== undefined) {
+      this.feedBody();
+      if (this.body !== undefined || this.unread === undefined) return;
+    }
     if (this.current !== undefined) {
       // Pipelined: wait for the answer in flight (no more is read meanwhile).
       this.socket.pause();
@@ -103,12 +116,35 @@ class DownstreamConnection {
     this.serve();
   };
 
+  /** Hand the body bytes read so far to the request (or drop them), and end it at its length. */
+  private feedBody(): void {
+    const body = this.body!;
+    while (this.bodyLeft > 0 && this.unread !== undefined) {
+      const buf = this.unread;
+      const take = Math.min(this.bodyLeft, buf.length);
+      this.unread = take === buf.length ? undefined : buf.subarray(take);
+      this.bodyLeft -= take;
+      // `body.push`, looked up each time: a body counter may have wrapped it.
+      if (!this.dropping && !body.push(take === buf.length ? buf : buf.subarray(0, take))) this.socket.pause();
+    }
+    if (this.bodyLeft > 0) return;
+    this.body = undefined;
+    this.dropping = false;
+    body.complete = true;
+    body.push(null);
+  }
+
+  /** The request's reader wants more of its body. */
+  bodyWanted(req: DownstreamBodyRequest): void {
+    if (this.body === req && !this.over && this.socket.isPaused()) this.socket.resume();
+  }
+
   /** Serve the requests read so far, one at a time. */
   private serve(): void {
     if (this.serving) return;
     this.serving = true;
     try {
-      while (this.current === undefined && this.unread !== undefined && !this.over) {
+      while (this.current === undefined && this.body === undefined && this.unread !== undefined && !this.over) {
         const buf = this.unread;
         const head = readPlainRequestHead(buf, this.opts.maxHeadBytes);
         if (head === undefined) {
@@ -116,11 +152,19 @@ class DownstreamConnection {
           return;
         }
         this.unread = head.end < buf.length ? buf.subarray(head.end) : undefined;
-        const req = new DownstreamRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket);
+        const req = head.bodyLength > 0
+          ? new DownstreamBodyRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket, this)
+          : new DownstreamRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket);
         const res = new DownstreamResponse(req, this.socket, this, this.keepAliveTimeout);
         this.current = res;
         (this.socket as Tracked)._httpMessage = res;
+        if (req instanceof DownstreamBodyRequest) {
+          this.body = req;
+          this.bodyLeft = head.bodyLength;
+        }
+        // The handler first, then the body bytes already read (Node's parser keeps that order).
         this.opts.onRequest(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+        if (this.body === req) this.feedBody();
       }
     } finally {
       this.serving = false;
@@ -136,6 +180,15 @@ class DownstreamConnection {
     if (last) {
       this.over = true;
       this.socket.destroySoon();
+      return;
+    }
+    const body = this.body;
+    if (body !== undefined) {
+      // Answered before its body was read whole: read the rest and drop it, then go on.
+      this.dropping = true;
+      body.removeAllListeners('data');
+      body.resume();
+      if (this.socket.isPaused()) this.socket.resume();
       return;
     }
     if (this.unread !== undefined) this.serve();
@@ -175,6 +228,9 @@ class DownstreamConnection {
 
   private readonly onClose = (): void => {
     this.over = true;
+    const body = this.body;
+    this.body = undefined;
+    if (body !== undefined) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
     const res = this.current;
     this.current = undefined;
     if (res !== undefined && !res.writableEnded) {
@@ -206,6 +262,7 @@ class DownstreamRequest extends EventEmitter {
   readonly readableLength = 0;
   readonly trailers: Record<string, string> = {};
   readonly rawTrailers: string[] = [];
+  private endScheduled = false;
 
   constructor(
     readonly method: string,
@@ -221,6 +278,23 @@ class DownstreamRequest extends EventEmitter {
     return this.socket;
   }
 
+  /**
+   * A reader that waits for the (empty) body's `end` gets it on the next tick, as from Node's
+   * stream; the proxy never listens (it reads no body it does not have), so it pays nothing.
+   */
+  override on(event: string | symbol, listener: (...args: any[]) => void): this {
+    super.on(event, listener);
+    if (event === 'end' && !this.endScheduled) {
+      this.endScheduled = true;
+      process.nextTick(emitEnd, this);
+    }
+    return this;
+  }
+
+  override addListener(event: string | symbol, listener: (...args: any[]) => void): this {
+    return this.on(event, listener);
+  }
+
   /** No body: nothing is ever pushed (body counters wrap this and count nothing). */
   push(_chunk: unknown, _encoding?: BufferEncoding): boolean {
     return false;
@@ -233,6 +307,56 @@ class DownstreamRequest extends EventEmitter {
   destroy(): this {
     this.socket.destroy();
     return this;
+  }
+}
+
+function emitEnd(req: DownstreamRequest): void {
+  req.emit('end');
+}
+
+/**
+ * A request with a `Content-Length` body: a Readable the connection pushes the body into (pausing
+ * the socket when the reader is behind), with the members the proxy uses of `IncomingMessage`.
+ */
+class DownstreamBodyRequest extends Readable {
+  readonly httpVersion = '1.1';
+  readonly httpVersionMajor = 1;
+  readonly httpVersionMinor = 1;
+  complete = false;
+  aborted = false;
+  readonly trailers: Record<string, string> = {};
+  readonly rawTrailers: string[] = [];
+
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly headers: Record<string, string>,
+    readonly rawHeaders: string[],
+    readonly socket: net.Socket,
+    private readonly owner: DownstreamConnection,
+  ) {
+    super();
+  }
+
+  get connection(): net.Socket {
+    return this.socket;
+  }
+
+  override _read(): void {
+    this.owner.bodyWanted(this);
+  }
+
+  /**
+   * As `IncomingMessage`: a request destroyed before its body was whole is aborted (`aborted`, and
+   * its connection closed); the error is emitted only to a reader that listens for one.
+   */
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    if (!this.complete) {
+      this.aborted = true;
+      this.emit('aborted');
+      this.socket.destroy();
+    }
+    callback(err !== null && this.listenerCount('error') > 0 ? err : null);
   }
 }
 
@@ -257,7 +381,7 @@ class DownstreamResponse extends EventEmitter {
   private trailer = '';
 
   constructor(
-    readonly req: DownstreamRequest,
+    readonly req: DownstreamRequest | DownstreamBodyRequest,
     readonly socket: net.Socket,
     private readonly connection: DownstreamConnection,
     private readonly keepAliveTimeout: number,

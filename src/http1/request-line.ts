@@ -1,7 +1,8 @@
 /**
  * Reads the head of an HTTP/1.1 request from a client when it has the common, unremarkable shape: a
  * known method, an origin- or absolute-form target of visible ASCII, `HTTP/1.1`, and fields that are
- * plain tokens with printable values, each name once, no body. Anything else (a body, an Upgrade, a
+ * plain tokens with printable values, each name once, and no body or one framed by a plain
+ * `Content-Length`. Anything else (`Transfer-Encoding`, a length spelled any other way, an Upgrade, a
  * `Connection` other than keep-alive, `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
  * field, a control character, an unknown method, a head not yet complete or over the size limit) is
  * declined with `undefined`, and the caller hands the connection to Node's HTTP/1.1 server, which
@@ -20,6 +21,8 @@ export interface PlainRequestHead {
   readonly rawHeaders: string[];
   /** Offset just past the head's empty line. */
   readonly end: number;
+  /** Body bytes that follow (`Content-Length`; 0 without one). */
+  readonly bodyLength: number;
 }
 
 /** Methods served on the quick path (interned: the head's text maps to these constants). */
@@ -30,16 +33,18 @@ const TARGET = /^[\x21-\x7e]+$/;
 /** More fields than this: declined (Node's own server decides). */
 const MAX_FIELDS = 128;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+/** A length as a number is written: no sign, no leading zero, no list (Node's server has the rest). */
+const LENGTH = /^(?:0|[1-9]\d{0,14})$/;
 
 /**
- * Fields whose presence sends the request to Node's server: they frame a body, change the
- * connection, or ask for an interim answer. `content-length: 0` and `connection: keep-alive` are the
- * two harmless spellings kept.
+ * Fields whose presence sends the request to Node's server: they frame a body another way, change
+ * the connection, or ask for an interim answer. A plain `content-length` and `connection:
+ * keep-alive` are kept.
  */
 function declinedField(lower: string, value: string): boolean {
   switch (lower) {
     case 'content-length':
-      return value !== '0';
+      return !LENGTH.test(value);
     case 'connection':
       return value.toLowerCase() !== 'keep-alive';
     case 'transfer-encoding':
@@ -95,7 +100,8 @@ export function readPlainRequestHead(buf: Buffer, maxHeadBytes: number): PlainRe
     if (rawHeaders.length > 2 * MAX_FIELDS) return undefined;
     pos = lineEnd + 2;
   }
-  return { method, url, headers, rawHeaders, end: blank + 4 };
+  const length = headers['content-length'];
+  return { method, url, headers, rawHeaders, end: blank + 4, bodyLength: length === undefined ? 0 : Number(length) };
 }
 
 function isBlank(code: number): boolean {

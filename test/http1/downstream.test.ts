@@ -11,6 +11,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
+import { createHash } from 'node:crypto';
 import { serveHttp1 } from '../../src/http1/downstream.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -177,7 +178,7 @@ t.test('pipelined requests are answered in order, the unusual one by Node\'s ser
     setTimeout(() => res.writeHead(200, { 'content-length': String(req.url!.length + 2) }).end(`${req.url}#${id}`), id === 1 ? 60 : 0);
   };
   const before = { ...p.served };
-  const out = await exchange(p.quick, 'GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\nPOST /c HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyzGET /d HTTP/1.1\r\nConnection: close\r\n\r\n');
+  const out = await exchange(p.quick, 'GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\nPOST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\nGET /d HTTP/1.1\r\nConnection: close\r\n\r\n');
   t.match(out, /^HTTP\/1\.1 200 OK[^]*\/a#1HTTP\/1\.1 200 OK[^]*\/b#2HTTP\/1\.1 200 OK[^]*\/c#3HTTP\/1\.1 200 OK[^]*Connection: close[^]*\/d#4$/);
   t.equal(p.served.quick - before.quick, 2, 'two on the quick path');
 });
@@ -299,4 +300,139 @@ t.test('a client that sends its request and closes its side still gets an answer
     await once(socket, 'close');
     t.ok(bytes > big.length, `${port === p.quick ? 'quick path' : 'Node'}: all ${big.length} body bytes arrived (${bytes} bytes in all)`);
   }
+});
+
+/** Reads the whole body, then answers with its length and its first and last bytes. */
+const echoBody: Handler = (req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks);
+    const text = `${req.method} ${body.length} ${body.subarray(0, 8).toString()}|${body.subarray(-8).toString()} complete=${req.complete}`;
+    res.writeHead(200, { 'content-length': Buffer.byteLength(text) }).end(text);
+  });
+};
+
+t.test('bodies framed by their length: the same answers as Node\'s server', async (t) => {
+  const p = await pair(t);
+  p.handler = (req, res) => (req.url === '/close' ? res.end() : echoBody(req, res));
+  const body = 'hello, body';
+  const requests: [string, string | string[]][] = [
+    ['body in the head\'s write', `POST /x HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n${body}${CLOSE}`],
+    ['body in pieces', [`PUT /x HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\nhel`, 'lo, b', `ody${CLOSE}`]],
+    ['two bodies pipelined', `POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcPATCH /b HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz${CLOSE}`],
+    ['length 0, then a body', `POST /a HTTP/1.1\r\nContent-Length: 0\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nok${CLOSE}`],
+  ];
+  for (const [name, request] of requests) {
+    const before = p.served.quick;
+    const [viaNode, viaQuick] = await Promise.all([exchange(p.node, request), exchange(p.quick, request)]);
+    t.ok(p.served.quick > before, `${name}: served on the quick path`);
+    t.equal(normalize(viaQuick), normalize(viaNode), name);
+  }
+});
+
+t.test('a large body with a slow reader: backpressure, every byte once', async (t) => {
+  const p = await pair(t);
+  const size = 8 * 1024 * 1024;
+  let paused = 0;
+  p.handler = (req, res) => {
+    let bytes = 0;
+    const hash = createHash('sha256');
+    req.on('data', (c: Buffer) => {
+      bytes += c.length;
+      hash.update(c);
+      // A slow consumer: stop now and then, as an upstream that is behind would.
+      if (bytes % (1024 * 1024) < c.length) {
+        req.pause();
+        paused++;
+        setTimeout(() => req.resume(), 20);
+      }
+    });
+    req.on('end', () => {
+      const text = `${bytes} ${hash.digest('hex')}`;
+      res.writeHead(200, { 'content-length': text.length }).end(text);
+    });
+  };
+  const body = Buffer.alloc(size);
+  for (let i = 0; i < size; i++) body[i] = i % 251;
+  const expected = createHash('sha256').update(body).digest('hex');
+  const socket = net.connect(p.quick, '127.0.0.1');
+  await once(socket, 'connect');
+  let out = '';
+  socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
+  socket.write(`POST / HTTP/1.1\r\nContent-Length: ${size}\r\n\r\n`);
+  socket.write(body);
+  await waitForText(() => out, /\r\n\r\n\d+ [0-9a-f]{64}$/);
+  socket.destroy();
+  t.ok(out.endsWith(`\r\n\r\n${size} ${expected}`), 'every byte arrived, in order');
+  t.ok(paused >= 4, `the reader paused ${paused} times`);
+});
+
+async function waitForText(get: () => string, pattern: RegExp, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!pattern.test(get())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${pattern}: ${JSON.stringify(get().slice(-200))}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+t.test('an answer before the body was read: the rest is dropped and the next request served', async (t) => {
+  const p = await pair(t);
+  p.handler = (req, res) => {
+    if (req.method === 'POST') res.writeHead(403, { 'content-length': 6 }).end('denied');
+    else res.writeHead(200, { 'content-length': req.url!.length }).end(req.url);
+  };
+  const body = 'z'.repeat(300_000);
+  const request = [`POST /x HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 1000)}`, body.slice(1000), `GET /after HTTP/1.1\r\n\r\n${CLOSE}`];
+  const before = p.served.quick;
+  const [viaNode, viaQuick] = await Promise.all([exchange(p.node, request), exchange(p.quick, request)]);
+  t.equal(normalize(viaQuick), normalize(viaNode));
+  t.match(viaQuick, /denied[^]*\/after/, 'the request after the dropped body was answered');
+  t.equal(p.served.quick - before, 2, 'both on the quick path');
+});
+
+t.test('a client that leaves mid-body aborts its request', async (t) => {
+  const p = await pair(t);
+  const events: string[] = [];
+  const seen = new Promise<void>((resolve) => {
+    p.handler = (req, res) => {
+      req.on('data', () => events.includes('data') || events.push('data'));
+      req.on('aborted', () => events.push('aborted'));
+      req.on('error', (err: Error & { code?: string }) => events.push(`error ${err.code}`));
+      req.on('close', () => {
+        events.push('close');
+        resolve();
+      });
+      res.on('close', () => events.push('res close'));
+    };
+  });
+  const socket = net.connect(p.quick, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write('POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part');
+  await new Promise((r) => setTimeout(r, 50));
+  socket.destroy();
+  await seen;
+  await new Promise((r) => setTimeout(r, 20));
+  t.same(events.filter((e) => e !== 'res close'), ['data', 'aborted', 'error ECONNRESET', 'close']);
+  t.ok(events.includes('res close'), 'the response closed too');
+});
+
+t.test('body bytes go through push, where a counter may wrap it', async (t) => {
+  const p = await pair(t);
+  let counted = 0;
+  let ended = false;
+  p.handler = (req, res) => {
+    const push = req.push;
+    req.push = function counting(this: typeof req, chunk: unknown, encoding?: BufferEncoding): boolean {
+      if (chunk === null) ended = true;
+      else counted += (chunk as Buffer).length;
+      return push.call(this, chunk, encoding);
+    };
+    echoBody(req, res);
+  };
+  await exchange(p.quick, `POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab`, 100).catch(() => undefined);
+  const out = await exchange(p.quick, ['POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab', `cde${CLOSE}`]);
+  t.match(out, /POST 5 abcde\|abcde complete=true/);
+  t.equal(counted, 5 + 2, 'the five bytes of the second request, and the two the first had before it was cut');
+  t.ok(ended);
 });

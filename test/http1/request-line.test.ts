@@ -21,7 +21,10 @@ t.test('ordinary heads are read', async (t) => {
     headers: { host: 'x.example', 'x-empty': '', accept: '*/*' },
     rawHeaders: ['Host', 'x.example', 'X-Empty', '', 'Accept', '*/*'],
     end: 'GET /a?b=1 HTTP/1.1\r\nHost: x.example\r\nX-Empty:\r\nAccept:  */* \t\r\n\r\n'.length,
+    bodyLength: 0,
   });
+  t.equal(read('POST /p HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc')?.bodyLength, 3, 'a body framed by its length');
+  t.equal(read('POST /p HTTP/1.1\r\nContent-Length:  999999999999999 \r\n\r\n')?.bodyLength, 999_999_999_999_999, 'fifteen digits');
   t.equal(read('DELETE http://x.example/p HTTP/1.1\r\n\r\n')?.url, 'http://x.example/p', 'absolute form, no fields');
   t.same(read('POST /p HTTP/1.1\r\nContent-Length: 0\r\nConnection: Keep-Alive\r\n\r\n')?.headers, { 'content-length': '0', connection: 'Keep-Alive' });
   t.equal(read('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n')?.url, '*');
@@ -40,8 +43,15 @@ t.test('everything unusual is left to Node', async (t) => {
     ['space in target', 'GET /a b HTTP/1.1\r\n\r\n'],
     ['two spaces', 'GET  / HTTP/1.1\r\n\r\n'],
     ['obs-text in target', 'GET /caf\xe9 HTTP/1.1\r\n\r\n'],
-    ['body by length', 'POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc'],
     ['length 00', 'POST / HTTP/1.1\r\nContent-Length: 00\r\n\r\n'],
+    ['length 05', 'POST / HTTP/1.1\r\nContent-Length: 05\r\n\r\n'],
+    ['length +5', 'POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n'],
+    ['length -1', 'POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n'],
+    ['length 1e3', 'POST / HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n'],
+    ['length list', 'POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n'],
+    ['length of sixteen digits', 'POST / HTTP/1.1\r\nContent-Length: 1000000000000000\r\n\r\n'],
+    ['two lengths', 'POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n'],
+    ['length and chunked', 'POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n'],
     ['chunked', 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
     ['upgrade', 'GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
     ['h2c upgrade', 'GET / HTTP/1.1\r\nUpgrade: h2c\r\nHTTP2-Settings: AAA\r\n\r\n'],
