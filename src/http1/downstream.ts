@@ -87,14 +87,20 @@ class DownstreamConnection {
 
   constructor(readonly socket: net.Socket, private readonly opts: DownstreamOptions) {
     this.keepAliveTimeout = opts.idleTimeoutMs;
-    socket.on('data', this.onData);
-    socket.on('end', this.onEnd);
-    socket.on('error', this.onError);
-    socket.on('close', this.onClose);
-    socket.on('drain', this.onDrain);
-    socket.on('timeout', this.onTimeout);
+    this.listen('on');
     if (opts.idleTimeoutMs > 0) socket.setTimeout(opts.idleTimeoutMs + KEEP_ALIVE_ALLOWANCE_MS);
     (socket as Tracked)._httpMessage = null;
+  }
+
+  /** Add the connection's listeners to its socket, or (at the hand-over) remove them. */
+  private listen(method: 'on' | 'off'): void {
+    const socket = this.socket;
+    socket[method]('data', this.onData);
+    socket[method]('end', this.onEnd);
+    socket[method]('error', this.onError);
+    socket[method]('close', this.onClose);
+    socket[method]('drain', this.onDrain);
+    socket[method]('timeout', this.onTimeout);
   }
 
   start(first: Buffer): void {
@@ -199,12 +205,7 @@ class DownstreamConnection {
   private handOver(): void {
     const socket = this.socket;
     this.over = true;
-    socket.off('data', this.onData);
-    socket.off('end', this.onEnd);
-    socket.off('error', this.onError);
-    socket.off('close', this.onClose);
-    socket.off('drain', this.onDrain);
-    socket.off('timeout', this.onTimeout);
+    this.listen('off');
     socket.setTimeout(0);
     // Node's server keeps no answer on a connection it has not answered yet.
     (socket as Tracked)._httpMessage = undefined;
