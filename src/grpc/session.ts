@@ -127,8 +127,9 @@ export class H2Session extends H2Connection<H2Stream> {
       this.connected = true;
       this.events.connected();
     });
-    // A socket opened with `onread` (see `receive`) has no 'data' events.
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // A cleartext socket is opened with `onread` and hands its bytes to `receive`: no 'data' events
+    // (and no listener for them). A TLS socket reads through its stream.
+    if (secure) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.write(OUR_SETTINGS);
   }
 
