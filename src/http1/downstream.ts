@@ -83,10 +83,8 @@ class DownstreamConnection {
   private serving = false;
   /** Closed, closing after its last answer, or handed to Node's server: serve nothing more. */
   private over = false;
-  private readonly keepAliveTimeout: number;
 
   constructor(readonly socket: net.Socket, private readonly opts: DownstreamOptions) {
-    this.keepAliveTimeout = opts.idleTimeoutMs;
     this.listen('on');
     if (opts.idleTimeoutMs > 0) socket.setTimeout(opts.idleTimeoutMs + KEEP_ALIVE_ALLOWANCE_MS);
     (socket as Tracked)._httpMessage = null;
@@ -161,7 +159,7 @@ class DownstreamConnection {
         const req = head.bodyLength > 0
           ? new DownstreamBodyRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket, this)
           : new DownstreamRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket);
-        const res = new DownstreamResponse(req, this.socket, this, this.keepAliveTimeout);
+        const res = new DownstreamResponse(req, this.socket, this, this.opts.idleTimeoutMs);
         this.current = res;
         (this.socket as Tracked)._httpMessage = res;
         if (req instanceof DownstreamBodyRequest) {
@@ -393,10 +391,6 @@ class DownstreamResponse extends EventEmitter {
 
   get headersSent(): boolean {
     return this._header !== null;
-  }
-
-  get finished(): boolean {
-    return this.writableEnded;
   }
 
   writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | Record<string, string>): this {
