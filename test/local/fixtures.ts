@@ -179,14 +179,24 @@ export class FakeClock {
 
   advance(ms: number): void {
     const until = this.time + ms;
+    this.runDue(until, false);
+    this.time = until;
+  }
+
+  /** The process was stalled for `ms`: the time jumps, then the timers that fell due meanwhile run, late, in order. */
+  stall(ms: number): void {
+    this.time += ms;
+    this.runDue(this.time, true);
+  }
+
+  private runDue(until: number, late: boolean): void {
     for (;;) {
       let next: [number, { at: number; fn: () => void }] | undefined;
       for (const entry of this.timers) if (entry[1].at <= until && (!next || entry[1].at < next[1].at)) next = entry;
       if (!next) break;
       this.timers.delete(next[0]);
-      this.time = next[1].at;
+      if (!late) this.time = next[1].at;
       next[1].fn();
     }
-    this.time = until;
   }
 }

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../src/routing/replicas.js';
-import { addressOfDeployment, nextProbeState, QuietSlots, quietWait, type QuietCheck, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
+import { addressOfDeployment, nextProbeState, QUIET_CHECKS_PER_TURN, QuietSlots, quietWait, type QuietCheck, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
 import { CheckDeadline, checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
@@ -428,6 +428,35 @@ t.test('QuietSlots: checks run at their slot, one timer for the earliest slot, c
   clock.advance(1000);
   t.same(ran, ['b', 'a', 'd', 'a'], 'cancelled and scheduled again into the same slot: runs once');
   t.equal(a.at, undefined, 'a check that ran waits for nothing');
+});
+
+t.test('QuietSlots: a full slot starts its checks a few per turn of the event loop, in order, skipping cancelled ones', async (t) => {
+  const clock = new FakeClock();
+  const turns: (() => void)[] = [];
+  const slots = new QuietSlots(clock, (fn) => turns.push(fn));
+  const ran: number[] = [];
+  const checks = Array.from({ length: 2 * QUIET_CHECKS_PER_TURN + 3 }, (_, i): QuietCheck => ({ run: () => ran.push(i), gen: 0, at: undefined }));
+  const late = checks.slice(0, 3);
+  for (const c of checks.slice(3)) slots.schedule(c, 500);
+  for (const c of late) slots.schedule(c, 250);
+  clock.stall(600);
+  t.same(ran, Array.from({ length: QUIET_CHECKS_PER_TURN }, (_, i) => i), 'a late timer: the earlier slot first, then the next, as many as one turn takes');
+  t.equal(turns.length, 1, 'the rest wait for the next turn');
+  t.equal(slots.starting, checks.length - QUIET_CHECKS_PER_TURN);
+  t.equal(checks[QUIET_CHECKS_PER_TURN]!.at, undefined, 'a check whose slot came waits for no slot');
+  slots.cancel(checks[QUIET_CHECKS_PER_TURN]!);
+  slots.schedule(checks[QUIET_CHECKS_PER_TURN + 1]!, 1000);
+  turns.shift()!();
+  t.same(ran.slice(QUIET_CHECKS_PER_TURN), Array.from({ length: QUIET_CHECKS_PER_TURN }, (_, i) => QUIET_CHECKS_PER_TURN + 2 + i), 'one cancelled and one scheduled again before their turn: neither starts now, and they do not count');
+  t.equal(turns.length, 1);
+  turns.shift()!();
+  t.equal(ran.length, checks.length - 2, 'the last turn starts the rest');
+  t.same(turns, [], 'and asks for no further turn');
+  t.equal(slots.starting, 0);
+  clock.advance(400);
+  t.equal(ran.length, checks.length - 1);
+  t.equal(ran.at(-1), QUIET_CHECKS_PER_TURN + 1, 'the check scheduled again runs at its new slot');
+  t.same(turns, []);
 });
 
 t.test('quietWait: quiet checks of many replicas spread over the minute, and stay spread', async (t) => {
