@@ -27,8 +27,14 @@ const make = (i) => ({ a: i, b: [i, i + 1], c: { d: i } });
 for (let i = 0; i < 3e6; i++) { keep.push(make(i)); if (keep.length > 1e6) keep.length = 0; }
 `;
 
+/**
+ * Runs a child as users run svcproxy: without the NODE_OPTIONS tap puts into every child's
+ * environment (its process tracking, which it adds back whatever `env` the spawn is given, hence
+ * `env -u`). Its `--import` runs module hooks on a thread of their own, whose isolate on Node 22
+ * prints a pretenuring report of its own.
+ */
 function traced(args: string[]): string {
-  const r = spawnSync(process.execPath, ['--trace-pretenuring-statistics', ...args], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, '--trace-pretenuring-statistics', ...args], { encoding: 'utf8', timeout: 60_000 });
   t.equal(r.status, 0, `child exited 0 (${r.stderr.trim().slice(0, 200)})`);
   return r.stdout;
 }

@@ -139,7 +139,12 @@ t.test('Host and :authority that disagree: 400', async (t) => {
   t.equal(reverse.status, 400, 'and the other way round');
   const same = await h2request(session, { ':path': '/', ':authority': H, host: H.toUpperCase() });
   t.equal(same.status, 200, 'the same authority in another case is fine');
-  const userinfo = await h2request(session, { ':path': '/', ':authority': `user@${H}` });
-  t.ok([400, 404].includes(userinfo.status), `an :authority with userinfo is not routed (${userinfo.status})`);
+  // An :authority with userinfo (RFC 9113 §8.3.1: MUST NOT), sent raw: Node 22's HTTP/2 client
+  // refuses to send it. The stream is answered (400/404 on Node 20) or reset (Node 22's nghttp2
+  // rejects the field itself); either way it is not routed.
+  const raw = await connectH2(t, plane.port);
+  raw.write(headersFrame(1, get(`user@${H}`)));
+  for (let i = 0; i < 100 && !raw.answered().has(1) && raw.resets()[1] === undefined && !raw.closed; i++) await sleep(20);
+  t.ok(raw.answered().has(1) || raw.resets()[1] !== undefined, `an :authority with userinfo is answered or reset (${raw.answered().has(1) ? 'answered' : 'reset'})`);
   t.same(up.seen.map((s) => s.headers.host), [H], 'only the consistent request reached the upstream, under its own name');
 });
