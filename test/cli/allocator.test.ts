@@ -19,7 +19,7 @@ const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 const MODULE = pathToFileURL(fileURLToPath(new URL('../../dist/allocator.js', import.meta.url))).href;
 
 /**
- * How many MiB of anonymous mappings outside `[heap]` appeared while 48 buffers of 1 MiB were
+ * How many MiB of readable and writable anonymous mappings outside `[heap]` appeared while 48 buffers of 1 MiB were
  * allocated and kept: 48 or more when each is mapped on its own, none (or little: V8's own pages)
  * when they come from the heap (its growth is not measured: free heap may serve them).
  */
@@ -31,6 +31,9 @@ export function mappedGrowth() {
     for (const line of readFileSync('/proc/self/maps', 'utf8').split('\\n')) {
       const fields = line.trim().split(/\\s+/);
       if (fields.length !== 5) continue; // a file, [heap], [stack], ...: not an anonymous mapping
+      // Reserved, not usable (---p): a new thread's malloc arena reserves 64 MiB so, and a helper
+      // thread of V8's that first allocates during the loop would otherwise count as buffers.
+      if (!fields[1].startsWith('rw')) continue;
       const [a, b] = fields[0].split('-').map((h) => parseInt(h, 16));
       total += b - a;
     }
