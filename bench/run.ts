@@ -872,7 +872,10 @@ async function runScale(fleet: Fleet): Promise<ScaleResult> {
     // these rows spread by ±15%.
     duration: opts.duration,
     exclusive: true,
-    notes: ["While one ingress is measured the others are paused (SIGSTOP), so the large one's readiness probes do not load the machine during the others' runs."],
+    notes: [
+      "While one ingress is measured the others are paused (SIGSTOP), so the large one's readiness probes do not load the machine during the others' runs.",
+      `Each ingress is measured once every deployed replica has passed its first readiness check (its svcproxy_replicas_ready gauges add up to its deployments): a router that just started checks all of them within its first 10 s, ${n} connects in those seconds.`,
+    ],
   });
   // The goal's ratio again with its two rows back to back (as the targets section), the other paused.
   res.pairs = await runTargets(

@@ -247,12 +247,23 @@ export class Fleet {
         const svc = launchSvc({ name, role: 'ingress', args: ingressArgs([this.scaleDir(n, { deployments })]), port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
         await waitReady(svc, 180_000);
         await waitUntil(async () => (await httpRequest(p[name], { host: hostOf(scaleTarget(n, deployments)) })).status === 200, 180_000, `${name} answering 200`, svc.proc);
+        // Measured in its steady state: after its first check of every replica. A router that just
+        // started checks them all within its first 10 s (1,000 connects a second with 10,000), and
+        // a run in those seconds measured that round, at about two thirds of the later throughput.
+        await waitUntil(async () => replicasReady((await httpRequest(p[`${name}-admin`], { path: '/metrics', timeoutMs: 10_000 })).body) >= deployments, 60_000, `${name}: all ${deployments} replicas ready`, svc.proc);
         return { name, port: p[name], procs: [svc.proc] };
       }
       default:
         throw new Error(`unknown service ${name}`);
     }
   }
+}
+
+/** The sum of the `svcproxy_replicas_ready` gauges in an admin `/metrics` answer. */
+export function replicasReady(metrics: string): number {
+  let ready = 0;
+  for (const m of metrics.matchAll(/^svcproxy_replicas_ready\{[^}]*\} (\d+)$/gm)) ready += Number(m[1]);
+  return ready;
 }
 
 /** The workload the scale rows send their requests to: a deployed one from the middle. */
