@@ -27,10 +27,96 @@ interface Child {
   readonly labels: Readonly<Record<string, string>>;
   /** Observations (histogram) or increments (counter) so far: a label set appears with its first. */
   count: number;
+  /** The labels as the exposition writes them, `a="x",b="y"`: escaped at the first scrape. */
+  text?: string;
+}
+
+/** A label value or help text escaped as prom-client's registry escapes them. */
+function escapeText(s: string): string {
+  return /[\\\n]/.test(s) ? s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : s;
+}
+
+function escapeLabelValue(value: string | number): string {
+  if (typeof value !== 'string') return String(value);
+  const escaped = escapeText(value);
+  return escaped.includes('"') ? escaped.replace(/"/g, '\\"') : escaped;
+}
+
+/** A sample's value as prom-client writes it. */
+function valueText(value: number): string {
+  if (Number.isNaN(value)) return 'Nan';
+  if (!Number.isFinite(value)) return value < 0 ? '-Inf' : '+Inf';
+  return `${value}`;
+}
+
+/**
+ * A metric that writes its own Prometheus text, byte for byte what prom-client's registry would
+ * write for its `get()` (no default labels, which svcproxy does not set). The registry formats each
+ * sample through `Object.entries`, a filter and two joins, ~3 µs a line: 35 ms of a scrape for the
+ * 10,000 ready-replica gauges of an ingress with 10,000 deployed workloads, on the event loop that
+ * serves requests. `Metrics.text()` asks these for their text and the registry for the rest.
+ */
+export interface SelfRendering {
+  promText(): Promise<string>;
+}
+
+export function isSelfRendering(metric: object): metric is SelfRendering {
+  return typeof (metric as Partial<SelfRendering>).promText === 'function';
+}
+
+/** HELP, TYPE and the sample lines `samples` adds, as the registry joins them. */
+function promText(name: string, help: string, type: string, samples: (lines: string[]) => void): string {
+  const lines = [`# HELP ${name} ${escapeText(help)}`, `# TYPE ${name} ${type}`];
+  samples(lines);
+  return lines.join('\n');
+}
+
+/**
+ * A gauge or counter whose samples are read from the program's own state when scraped, in place of
+ * a prom-client metric whose `collect` resets it and sets every label set again (a label hash and
+ * validation each: 22 ms a scrape for 10,000 series on a 2-core machine). `read` calls `emit` with
+ * the label values in `labelNames` order; label sets appear in the order emitted.
+ */
+export class ScrapedMetric<L extends string = string> implements SelfRendering {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'gauge' | 'counter',
+    readonly labelNames: readonly L[],
+    private readonly read: (emit: (labelValues: readonly string[], value: number) => void) => void,
+    /** How `--workers` registries combine (prom-client's aggregators). */
+    readonly aggregator: 'sum' | 'min' = 'sum',
+  ) {}
+
+  private labelsOf(values: readonly string[]): Record<string, string> {
+    const labels: Record<string, string> = {};
+    for (let i = 0; i < this.labelNames.length; i++) labels[this.labelNames[i]!] = values[i] ?? '';
+    return labels;
+  }
+
+  /** Nothing to zero: the samples are the program's state, read at each scrape. */
+  reset(): void {}
+
+  async get(): Promise<{ name: string; help: string; type: string; values: MetricValue[]; aggregator: string }> {
+    const values: MetricValue[] = [];
+    this.read((labelValues, value) => values.push({ value, labels: this.labelsOf(labelValues) }));
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  async promText(): Promise<string> {
+    const { name, labelNames } = this;
+    return promText(name, this.help, this.type, (lines) => {
+      this.read((labelValues, value) => {
+        let line = name;
+        for (let i = 0; i < labelNames.length; i++) line += `${i === 0 ? '{' : ','}${labelNames[i]}="${escapeLabelValue(labelValues[i] ?? '')}"`;
+        lines.push(`${labelNames.length > 0 ? `${line}}` : line} ${valueText(value)}`);
+      });
+    });
+  }
 }
 
 /** What both share: children bound by label values, and what prom-client's registry reads. */
-abstract class FastMetric<C extends Child, L extends string> {
+abstract class FastMetric<C extends Child, L extends string> implements SelfRendering {
   abstract readonly type: 'histogram' | 'counter';
   readonly aggregator = 'sum';
   protected readonly children = new Map<string, C>();
@@ -61,6 +147,19 @@ abstract class FastMetric<C extends Child, L extends string> {
     // As prom-client: a label set appears with its first observation or increment.
     for (const c of this.children.values()) if (c.count > 0) this.values(c, values);
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  /** The sample lines of one label set, `labels` being its escaped `a="x",b="y"` ('' without labels). */
+  protected abstract lines(c: C, labels: string, out: string[]): void;
+
+  async promText(): Promise<string> {
+    return promText(this.name, this.help, this.type, (out) => {
+      for (const c of this.children.values()) {
+        if (c.count === 0) continue;
+        c.text ??= this.labelNames.map((n) => `${n}="${escapeLabelValue(c.labels[n] ?? '')}"`).join(',');
+        this.lines(c, c.text, out);
+      }
+    });
   }
 
   /** Zero every label set; children already bound keep counting. */
@@ -115,6 +214,23 @@ export class FastHistogram<L extends string = string> extends FastMetric<Histogr
     values.push({ value: c.count, labels: { ...c.labels }, metricName: `${this.name}_count` });
   }
 
+  /** `name_bucket{le="…"` per upper bound, made once. */
+  private bucketHeads: string[] | undefined;
+
+  protected lines(c: HistogramChild, labels: string, out: string[]): void {
+    const { name } = this;
+    const heads = (this.bucketHeads ??= this.upperBounds.map((le) => `${name}_bucket{le="${le}"`));
+    const rest = labels === '' ? '}' : `,${labels}}`;
+    let acc = 0;
+    for (let i = 0; i < heads.length; i++) {
+      acc += c.counts[i]!;
+      out.push(`${heads[i]}${rest} ${valueText(acc)}`);
+    }
+    out.push(`${name}_bucket{le="+Inf"${rest} ${valueText(c.count)}`);
+    const braced = labels === '' ? '' : `{${labels}}`;
+    out.push(`${name}_sum${braced} ${valueText(c.sum)}`, `${name}_count${braced} ${valueText(c.count)}`);
+  }
+
   reset(): void {
     for (const c of this.children.values()) {
       c.counts.fill(0);
@@ -150,6 +266,10 @@ export class FastCounter<L extends string = string> extends FastMetric<CounterCh
 
   protected values(c: CounterChild, values: MetricValue[]): void {
     values.push({ value: c.value, labels: { ...c.labels } });
+  }
+
+  protected lines(c: CounterChild, labels: string, out: string[]): void {
+    out.push(`${this.name}${labels === '' ? '' : `{${labels}}`} ${valueText(c.value)}`);
   }
 
   reset(): void {

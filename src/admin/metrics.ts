@@ -7,7 +7,7 @@
  * its own `worker` label.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { fastHistogram, type FastHistogram, type Observer } from './fast-metrics.js';
+import { fastHistogram, isSelfRendering, ScrapedMetric, type FastHistogram, type Observer } from './fast-metrics.js';
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -23,17 +23,16 @@ export function collectProcessMetrics(register: Registry): void {
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests: Counter<'workload' | 'location' | 'status_class'>;
+  readonly requests: ScrapedMetric<'workload' | 'location' | 'status_class'>;
   readonly upstreamLatency: FastHistogram<'workload'>;
   readonly openConnections: Gauge;
   readonly configReloads: Counter<'result'>;
-  readonly replicasReady: Gauge<'workload' | 'location'>;
+  readonly replicasReady: ScrapedMetric<'workload' | 'location'>;
   readonly ejections: Counter<'workload' | 'location'>;
   readonly retries: Counter<'workload'>;
   /**
    * Request counts per workload and location, by status class, kept as plain numbers on the hot path
-   * and copied into the prom-client counter only when /metrics is scraped (prom-client hashes the
-   * label set on every `inc`).
+   * and read only when /metrics is scraped (prom-client hashes the label set on every `inc`).
    */
   private readonly requestCounts = new Map<string, Map<string, number[]>>();
   private readonly latencyChildren = new Map<string, Observer>();
@@ -47,22 +46,16 @@ export class Metrics {
   } = {}) {
     const registers = [this.registry];
     const requestCounts = this.requestCounts;
-    this.requests = new Counter({
-      name: 'svcproxy_requests_total',
-      help: 'Requests answered, by workload, location and status class',
-      labelNames: ['workload', 'location', 'status_class'],
-      registers,
-      collect() {
-        this.reset();
+    this.requests = this.scraped(new ScrapedMetric(
+      'svcproxy_requests_total', 'Requests answered, by workload, location and status class', 'counter', ['workload', 'location', 'status_class'],
+      (emit) => {
         for (const [workload, byLocation] of requestCounts) {
           for (const [location, counts] of byLocation) {
-            for (let i = 0; i < STATUS_CLASSES.length; i++) {
-              if (counts[i]! > 0) this.inc({ workload, location, status_class: STATUS_CLASSES[i]! }, counts[i]!);
-            }
+            for (let i = 0; i < STATUS_CLASSES.length; i++) if (counts[i]! > 0) emit([workload, location, STATUS_CLASSES[i]!], counts[i]!);
           }
         }
       },
-    });
+    ));
     this.upstreamLatency = fastHistogram(
       this.registry, 'svcproxy_upstream_latency_seconds', 'Time from sending a request upstream to its response headers', ['workload'],
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
@@ -83,19 +76,14 @@ export class Metrics {
       registers,
     });
     const readyReplicas = opts.readyReplicas;
-    this.replicasReady = new Gauge({
-      name: 'svcproxy_replicas_ready',
-      help: 'Ready replicas per workload and location',
-      labelNames: ['workload', 'location'],
-      registers,
-      // Each worker probes on its own; across workers, the replicas every worker sees ready.
-      aggregator: 'min',
-      collect() {
-        if (!readyReplicas) return;
-        this.reset();
-        for (const [workload, location, ready] of readyReplicas()) this.set({ workload, location }, ready);
+    this.replicasReady = this.scraped(new ScrapedMetric(
+      'svcproxy_replicas_ready', 'Ready replicas per workload and location', 'gauge', ['workload', 'location'],
+      (emit) => {
+        if (readyReplicas) for (const [workload, location, ready] of readyReplicas()) emit([workload, location], ready);
       },
-    });
+      // Each worker probes on its own; across workers, the replicas every worker sees ready.
+      'min',
+    ));
     this.ejections = new Counter({
       name: 'svcproxy_outlier_ejections_total',
       help: 'Replicas ejected after consecutive connect failures or 5xx answers',
@@ -140,8 +128,19 @@ export class Metrics {
     }
   }
 
-  /** Set a gauge of this registry by name (filters and roles register their own metrics too). */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  private scraped<M extends ScrapedMetric>(metric: M): M {
+    this.registry.registerMetric(metric as never);
+    return metric;
+  }
+
+  /**
+   * The registry's Prometheus text (as `registry.metrics()` writes it), the metrics that write their
+   * own text (fast-metrics.ts) asked for it: with ten thousand workloads a scrape is tens of
+   * thousands of lines, written on the event loop that serves requests.
+   */
+  async text(): Promise<string> {
+    const { registry } = this;
+    const parts = await Promise.all(registry.getMetricsAsArray().map((m) => (isSelfRendering(m) ? m.promText() : registry.getSingleMetricAsString(m.name))));
+    return `${parts.join('\n\n')}\n`;
   }
 }
