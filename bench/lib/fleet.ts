@@ -250,7 +250,8 @@ export class Fleet {
         // Measured in its steady state: after its first check of every replica. A router that just
         // started checks them all within its first 10 s (1,000 connects a second with 10,000), and
         // a run in those seconds measured that round, at about two thirds of the later throughput.
-        await waitUntil(async () => replicasReady((await httpRequest(p[`${name}-admin`], { path: '/metrics', timeoutMs: 10_000 })).body) >= deployments, 60_000, `${name}: all ${deployments} replicas ready`, svc.proc);
+        // Asked once a second: a scrape of 10,000 workloads is itself work for the loop.
+        await waitUntil(async () => replicasReady((await httpRequest(p[`${name}-admin`], { path: '/metrics', timeoutMs: 10_000 })).body) >= deployments, 60_000, `${name}: all ${deployments} replicas ready`, svc.proc, 1000);
         return { name, port: p[name], procs: [svc.proc] };
       }
       default:

@@ -153,7 +153,7 @@ export function killAllSync(): void {
   }
 }
 
-export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, proc?: Proc): Promise<void> {
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, proc?: Proc, intervalMs = 25): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (proc?.exitedEarly()) throw new Error(`${proc.name} exited: ${proc.tail(6)}`);
@@ -163,7 +163,7 @@ export async function waitUntil(check: () => Promise<boolean> | boolean, timeout
       /* not yet */
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${proc ? `; ${proc.name} says: ${proc.tail(6)}` : ''}`);
-    await sleep(25);
+    await sleep(intervalMs);
   }
 }
 
