@@ -36,10 +36,16 @@ function escapeText(s: string): string {
   return /[\\\n]/.test(s) ? s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : s;
 }
 
-function escapeLabelValue(value: string | number): string {
-  if (typeof value !== 'string') return String(value);
+function escapeLabelValue(value: string): string {
   const escaped = escapeText(value);
   return escaped.includes('"') ? escaped.replace(/"/g, '\\"') : escaped;
+}
+
+/** Label names and their values (in the same order) as a sample line writes them: `a="x",b="y"`. */
+function labelText(names: readonly string[], values: readonly string[]): string {
+  let text = '';
+  for (let i = 0; i < names.length; i++) text += `${i === 0 ? '' : ','}${names[i]}="${escapeLabelValue(values[i] ?? '')}"`;
+  return text;
 }
 
 /** A sample's value as prom-client writes it. */
@@ -47,6 +53,11 @@ function valueText(value: number): string {
   if (Number.isNaN(value)) return 'Nan';
   if (!Number.isFinite(value)) return value < 0 ? '-Inf' : '+Inf';
   return `${value}`;
+}
+
+/** A sample line, `labels` written by `labelText` ('' for none). */
+function sampleLine(name: string, labels: string, value: number): string {
+  return `${name}${labels === '' ? '' : `{${labels}}`} ${valueText(value)}`;
 }
 
 /**
@@ -106,11 +117,7 @@ export class ScrapedMetric<L extends string = string> implements SelfRendering {
   async promText(): Promise<string> {
     const { name, labelNames } = this;
     return promText(name, this.help, this.type, (lines) => {
-      this.read((labelValues, value) => {
-        let line = name;
-        for (let i = 0; i < labelNames.length; i++) line += `${i === 0 ? '{' : ','}${labelNames[i]}="${escapeLabelValue(labelValues[i] ?? '')}"`;
-        lines.push(`${labelNames.length > 0 ? `${line}}` : line} ${valueText(value)}`);
-      });
+      this.read((labelValues, value) => lines.push(sampleLine(name, labelText(labelNames, labelValues), value)));
     });
   }
 }
@@ -156,7 +163,7 @@ abstract class FastMetric<C extends Child, L extends string> implements SelfRend
     return promText(this.name, this.help, this.type, (out) => {
       for (const c of this.children.values()) {
         if (c.count === 0) continue;
-        c.text ??= this.labelNames.map((n) => `${n}="${escapeLabelValue(c.labels[n] ?? '')}"`).join(',');
+        c.text ??= labelText(this.labelNames, this.labelNames.map((n) => c.labels[n] ?? ''));
         this.lines(c, c.text, out);
       }
     });
@@ -227,8 +234,7 @@ export class FastHistogram<L extends string = string> extends FastMetric<Histogr
       out.push(`${heads[i]}${rest} ${valueText(acc)}`);
     }
     out.push(`${name}_bucket{le="+Inf"${rest} ${valueText(c.count)}`);
-    const braced = labels === '' ? '' : `{${labels}}`;
-    out.push(`${name}_sum${braced} ${valueText(c.sum)}`, `${name}_count${braced} ${valueText(c.count)}`);
+    out.push(sampleLine(`${name}_sum`, labels, c.sum), sampleLine(`${name}_count`, labels, c.count));
   }
 
   reset(): void {
@@ -269,7 +275,7 @@ export class FastCounter<L extends string = string> extends FastMetric<CounterCh
   }
 
   protected lines(c: CounterChild, labels: string, out: string[]): void {
-    out.push(`${this.name}${labels === '' ? '' : `{${labels}}`} ${valueText(c.value)}`);
+    out.push(sampleLine(this.name, labels, c.value));
   }
 
   reset(): void {
