@@ -6,12 +6,24 @@
  * Shared here: frames read off the socket (at most 16 KiB each: our SETTINGS_MAX_FRAME_SIZE stays the
  * default), header blocks assembled from HEADERS + CONTINUATION (padding and priority stripped, at
  * most 64 KiB) and decoded with HPACK whatever the stream's state, so the dynamic table stays in step;
- * the peer's SETTINGS applied and acknowledged (window size changes, frame size); PING answered;
+ * the peer's SETTINGS applied and acknowledged (window size changes, frame size, the peer's
+ * SETTINGS_MAX_HEADER_LIST_SIZE kept for the sides to honour when they send); PING answered;
  * flow control both ways (bodies split to the peer's windows and frame size and resumed on
  * WINDOW_UPDATE, received DATA given back with WINDOW_UPDATE per stream and connection); frames
  * written in one batch per event-loop turn; protocol errors end the connection with GOAWAY and the
  * RFC's error code. Unknown frame types and PRIORITY are ignored, PUSH_PROMISE is an error (push is
  * off both ways).
+ *
+ * Hardening against a hostile peer: DATA beyond the receive window we advertised is
+ * FLOW_CONTROL_ERROR (RFC 9113 §6.9.1), GOAWAY when it overruns the connection's window and
+ * RST_STREAM when it overruns an open stream's (padding counts, as the RFC says). We give windows
+ * back as DATA arrives, so a peer reaches those bounds only by sending blind; the bound that bites is
+ * a stream we reset: its window is never given back, so a peer that goes on sending on it (a
+ * cancelled call flooded with DATA) passes what the stream had left and gets GOAWAY(FLOW_CONTROL_ERROR)
+ * (the last 1024 reset streams are remembered; older ones count for the connection only). What one connection holds
+ * of the peer's bytes is bounded by one frame (16 KiB) of unread input plus one header block (64 KiB:
+ * a longer run of CONTINUATION is ENHANCE_YOUR_CALM); a peer that sends PINGs or SETTINGS while it
+ * does not read our answers to them (more than 1 MiB waiting in the socket) is ENHANCE_YOUR_CALM.
  */
 import type { Socket } from 'node:net';
 import { HpackDecoder, HpackError } from './hpack.js';
@@ -68,6 +80,13 @@ export const MAX_HEADER_BLOCK = 64 * 1024;
 /** Our receive windows: per stream (SETTINGS_INITIAL_WINDOW_SIZE) and for the connection. */
 export const STREAM_WINDOW = 1 << 20;
 export const CONNECTION_WINDOW = 16 << 20;
+/**
+ * Bytes waiting in the socket above which a PING or SETTINGS (each owes an answer) ends the
+ * connection: a peer that floods them without reading would otherwise grow our write buffer without end.
+ */
+export const MAX_UNREAD_ANSWERS = 1 << 20;
+/** Reset streams whose leftover receive window is remembered (the oldest forgotten first). */
+const MAX_RESET_WINDOWS = 1024;
 
 export function frameHeader(out: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
   out[at] = length >>> 16;
@@ -111,16 +130,11 @@ export class StreamBase {
   sent = 0;
   /** Sent after the body with END_STREAM (a server's trailers); without one the last DATA ends the stream. */
   trailerBlock: Buffer | undefined = undefined;
-  private recvUnacked = 0;
-
-  /** @internal Count received DATA; returns the stream WINDOW_UPDATE increment due, or 0. */
-  received(length: number): number {
-    this.recvUnacked += length;
-    if (this.recvUnacked < STREAM_WINDOW / 2) return 0;
-    const n = this.recvUnacked;
-    this.recvUnacked = 0;
-    return n;
-  }
+  /**
+   * DATA received (padding included) since our last WINDOW_UPDATE for the stream: what the peer
+   * used of the window we advertised (STREAM_WINDOW), so more than that is a flow-control error.
+   */
+  recvUnacked = 0;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -131,7 +145,15 @@ export abstract class H2Connection<S extends StreamBase> {
   protected peerInitialWindow = DEFAULT_WINDOW;
   protected peerMaxFrame = MIN_FRAME_SIZE;
   protected connSendWindow = DEFAULT_WINDOW;
+  /** The peer's SETTINGS_MAX_HEADER_LIST_SIZE: unlimited until it says otherwise (RFC 9113 §6.5.2). */
+  protected peerMaxHeaderList = Infinity;
+  /**
+   * DATA received since our last connection WINDOW_UPDATE. Every update gives back exactly this, so
+   * the window the peer may still use is CONNECTION_WINDOW minus it.
+   */
   private connRecvUnacked = 0;
+  /** Streams we reset while the peer may still send: the receive window each had left. */
+  private readonly resetWindows = new Map<number, number>();
   private inbox: Buffer | undefined;
   private sawSettings = false;
   /** A header block being continued: stream, END_STREAM flag, parts so far. */
@@ -161,8 +183,11 @@ export abstract class H2Connection<S extends StreamBase> {
   protected abstract onHeaderBlock(id: number, endStream: boolean): void;
   /** Called for each decoded field of a header block, before `onHeaderBlock`. */
   protected abstract readonly onField: (name: string, value: string) => void;
-  /** DATA for stream `id` (padding removed); the connection's window is counted already. */
-  protected abstract onStreamData(id: number, data: Buffer, frameLength: number, endStream: boolean): void;
+  /**
+   * DATA for stream `id` (padding removed), `stream` its record if it is open; both windows are
+   * counted (and were not overrun) already.
+   */
+  protected abstract onStreamData(stream: S | undefined, id: number, data: Buffer, endStream: boolean): void;
   protected abstract onReset(id: number, code: number): void;
   protected abstract onGoAway(lastId: number, code: number, debug: string): void;
   /** The peer's SETTINGS were applied: bodies may move on, a stream limit may have changed. */
@@ -246,8 +271,14 @@ export abstract class H2Connection<S extends StreamBase> {
     }
   }
 
-  protected resetFrame(id: number, code: number): void {
+  /**
+   * RST_STREAM for stream `id`, `used` the bytes it received since its last WINDOW_UPDATE: DATA the
+   * peer sent before it saw the reset may still come, up to the window the stream had left.
+   */
+  protected resetFrame(id: number, code: number, used = 0): void {
     this.write(frame(RST_STREAM, 0, id, u32(code)));
+    if (this.resetWindows.size >= MAX_RESET_WINDOWS) this.resetWindows.delete(this.resetWindows.keys().next().value!);
+    this.resetWindows.set(id, STREAM_WINDOW - used);
   }
 
   /** Connection error (or a clean end): GOAWAY with the code and `lastId`, then the end. */
@@ -312,6 +343,7 @@ export abstract class H2Connection<S extends StreamBase> {
       case RST_STREAM:
         if (id === 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
         if (payload.length !== 4) return this.goAway(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
+        this.resetWindows.delete(id);
         return this.onReset(id, payload.readUInt32BE(0));
       case SETTINGS:
         return this.onSettings(flags, id, payload);
@@ -321,6 +353,7 @@ export abstract class H2Connection<S extends StreamBase> {
         if (id !== 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'PING on a stream');
         if (payload.length !== 8) return this.goAway(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
         if (flags & ACK) return this.onPingAck();
+        if (this.socket.writableLength > MAX_UNREAD_ANSWERS) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'PINGs while our answers go unread');
         return this.write(frame(PING, ACK, 0, payload));
       case GOAWAY: {
         if (id !== 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
@@ -337,20 +370,38 @@ export abstract class H2Connection<S extends StreamBase> {
 
   private onDataFrame(flags: number, id: number, payload: Buffer): void {
     if (id === 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'DATA on stream 0');
+    // The whole frame counts against both windows, padding included (RFC 9113 §6.9.1), and on the
+    // connection's whatever the stream's state.
     this.connRecvUnacked += payload.length;
+    if (this.connRecvUnacked > CONNECTION_WINDOW) return this.goAway(H2Error.FLOW_CONTROL_ERROR, `DATA beyond the connection window of ${CONNECTION_WINDOW} bytes`);
     let data = payload;
     if (flags & PADDED) {
       const pad = payload[0] ?? 0;
       if (payload.length === 0 || pad >= payload.length) return this.goAway(H2Error.PROTOCOL_ERROR, 'padding longer than the frame');
       data = payload.subarray(1, payload.length - pad);
     }
-    this.onStreamData(id, data, payload.length, (flags & END_STREAM) !== 0);
+    const stream = this.streams.get(id);
+    if (stream !== undefined) {
+      stream.recvUnacked += payload.length;
+      // Our SETTINGS raised the stream window from the default, never lowered it: a peer that has
+      // not applied them yet has less window than this, never more.
+      if (stream.recvUnacked > STREAM_WINDOW) return this.streamError(stream, H2Error.FLOW_CONTROL_ERROR, `DATA beyond the stream window of ${STREAM_WINDOW} bytes`);
+    } else {
+      const left = this.resetWindows.get(id);
+      if (left !== undefined) {
+        if (left < payload.length) return this.goAway(H2Error.FLOW_CONTROL_ERROR, `DATA on reset stream ${id} beyond the window it had left`);
+        if (flags & END_STREAM) this.resetWindows.delete(id);
+        else this.resetWindows.set(id, left - payload.length);
+      }
+    }
+    this.onStreamData(stream, id, data, (flags & END_STREAM) !== 0);
   }
 
   /** Give back a stream's received DATA when enough has arrived. */
-  protected ackData(stream: S, frameLength: number): void {
-    const due = stream.received(frameLength);
-    if (due > 0) this.write(frame(WINDOW_UPDATE, 0, stream.id, u32(due)));
+  protected ackData(stream: S): void {
+    if (stream.recvUnacked < STREAM_WINDOW / 2) return;
+    this.write(frame(WINDOW_UPDATE, 0, stream.id, u32(stream.recvUnacked)));
+    stream.recvUnacked = 0;
   }
 
   private onHeaders(flags: number, id: number, payload: Buffer): void {
@@ -388,6 +439,7 @@ export abstract class H2Connection<S extends StreamBase> {
       return;
     }
     if (payload.length % 6 !== 0) return this.goAway(H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
+    if (this.socket.writableLength > MAX_UNREAD_ANSWERS) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'SETTINGS while our answers go unread');
     this.sawSettings = true;
     for (let at = 0; at < payload.length; at += 6) {
       const key = payload.readUInt16BE(at);
@@ -415,8 +467,11 @@ export abstract class H2Connection<S extends StreamBase> {
           if (value < MIN_FRAME_SIZE || value > MAX_FRAME_SIZE) return this.goAway(H2Error.PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
           this.peerMaxFrame = value;
           break;
+        case SETTINGS_MAX_HEADER_LIST_SIZE:
+          this.peerMaxHeaderList = value;
+          break;
         default:
-          break; // including SETTINGS_MAX_HEADER_LIST_SIZE: our header blocks are small
+          break;
       }
     }
     this.write(frame(SETTINGS, ACK, 0, undefined));
@@ -437,10 +492,10 @@ export abstract class H2Connection<S extends StreamBase> {
     if (!s) return;
     if (increment === 0) return this.streamError(s, H2Error.PROTOCOL_ERROR);
     s.sendWindow += increment;
-    if (s.sendWindow > MAX_WINDOW) return this.streamError(s, H2Error.FLOW_CONTROL_ERROR);
+    if (s.sendWindow > MAX_WINDOW) return this.streamError(s, H2Error.FLOW_CONTROL_ERROR, 'a WINDOW_UPDATE took the stream window above 2^31-1');
     if (s.sent < s.body.length || s.trailerBlock) this.sendBody(s);
   }
 
-  /** A stream error (RFC 9113 §5.4.2): RST_STREAM with the code, and the stream is over. */
-  protected abstract streamError(stream: S, code: number): void;
+  /** A stream error (RFC 9113 §5.4.2): RST_STREAM with the code, and the stream is over; `why` is ours to tell. */
+  protected abstract streamError(stream: S, code: number, why?: string): void;
 }

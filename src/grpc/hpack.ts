@@ -112,6 +112,16 @@ export function huffmanDecode(buf: Buffer, start: number, end: number): string {
 /** Entries are [name, value]; size counts as RFC 7541 §4.1 does (octets + 32). */
 const entrySize = (name: string, value: string): number => name.length + value.length + 32;
 
+/**
+ * A header list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2): the octets of
+ * every name and value (latin1, as `encodeFields` writes them) plus 32 per field.
+ */
+export function headerListSize(fields: readonly (readonly [string, string])[]): number {
+  let size = 0;
+  for (const [name, value] of fields) size += entrySize(name, value);
+  return size;
+}
+
 /** Integers above this are refused (RFC 7541 §5.1 leaves the bound to the decoder). */
 const MAX_INT = 0x7fffffff;
 

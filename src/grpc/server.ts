@@ -20,6 +20,9 @@
  * going past it is RESOURCE_EXHAUSTED); stream ids odd and increasing; header lists up to 64 KiB
  * decoded (a larger one ends the connection); GOAWAY from the client: the connection ends once its
  * calls are answered. Cleartext (h2c with prior knowledge) or TLS with ALPN h2.
+ * Hardening: a client's DATA beyond the windows we advertised is FLOW_CONTROL_ERROR (./connection.ts);
+ * a failure's header block honours the client's SETTINGS_MAX_HEADER_LIST_SIZE (the message left out
+ * when it would not fit, the stream reset when not even the status fits).
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls from 'node:tls';
@@ -43,7 +46,7 @@ import {
   frameHeader,
   openingFrames,
 } from './connection.js';
-import { encodeFields, HpackError } from './hpack.js';
+import { encodeFields, headerListSize, HpackError } from './hpack.js';
 import { grpcFrame, MessageBody, Status } from './unary.js';
 
 /** A gRPC failure a method raises on purpose (its code is the answer's `grpc-status`). */
@@ -96,6 +99,17 @@ const GRPC_TYPE = /^application\/grpc(?:$|[+;])/;
 
 function failureBlock(code: number, message: string): Buffer {
   return encodeFields([[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', String(code)], ['grpc-message', grpcMessage(message)]]);
+}
+
+function statusOnlyBlock(code: number): Buffer {
+  return encodeFields([[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', String(code)]]);
+}
+
+/** The header list size (RFC 9113 §6.5.2) of a failure, with its percent-encoded message or without one. */
+function failureListSize(code: number, encodedMessage: string | undefined): number {
+  const fields: [string, string][] = [[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', String(code)]];
+  if (encodedMessage !== undefined) fields.push(['grpc-message', encodedMessage]);
+  return headerListSize(fields);
 }
 
 /** `grpc-timeout` (up to 8 digits and a unit) in milliseconds, or undefined when absent or unreadable. */
@@ -276,8 +290,7 @@ class ServerConnection extends H2Connection<Call> {
     if (endStream) this.dispatch(call);
   }
 
-  protected onStreamData(id: number, data: Buffer, frameLength: number, endStream: boolean): void {
-    const call = this.streams.get(id);
+  protected onStreamData(call: Call | undefined, id: number, data: Buffer, endStream: boolean): void {
     if (!call) {
       // A stream we answered (and reset) or refused: its bytes count for the connection only.
       if (id > this.lastStreamId) return this.goAway(H2Error.PROTOCOL_ERROR, `DATA on idle stream ${id}`, this.lastStreamId);
@@ -297,7 +310,7 @@ class ServerConnection extends H2Connection<Call> {
       }
     }
     if (endStream) return this.requestEnd(call);
-    this.ackData(call, frameLength);
+    this.ackData(call);
   }
 
   private requestEnd(call: Call): void {
@@ -335,8 +348,8 @@ class ServerConnection extends H2Connection<Call> {
 
   protected settingsApplied(): void {}
 
-  protected streamError(call: Call, code: number): void {
-    this.resetFrame(call.id, code);
+  protected streamError(call: Call, code: number, _why?: string): void {
+    this.resetFrame(call.id, code, call.recvUnacked);
     call.answered = true;
     call.requestEnded = true; // the reset ends both sides
     this.close(call);
@@ -373,9 +386,19 @@ class ServerConnection extends H2Connection<Call> {
     this.close(call);
   }
 
-  /** A trailers-only failure. */
+  /**
+   * A trailers-only failure. Its header list honours the client's SETTINGS_MAX_HEADER_LIST_SIZE: a
+   * message that would go past it is left out (the status alone), and if even that is too large the
+   * stream is reset (INTERNAL_ERROR) rather than answered with a block the client refuses.
+   */
   private fail(call: Call, code: number, message: string): void {
-    this.answerBlock(call, failureBlock(code, message));
+    if (this.peerMaxHeaderList === Infinity) return this.answerBlock(call, failureBlock(code, message));
+    const encoded = grpcMessage(message);
+    if (failureListSize(code, encoded) <= this.peerMaxHeaderList) return this.answerBlock(call, failureBlock(code, message));
+    if (failureListSize(code, undefined) <= this.peerMaxHeaderList) return this.answerBlock(call, statusOnlyBlock(code));
+    if (call.answered || this.destroyed) return;
+    clearTimeout(call.timer);
+    this.streamError(call, H2Error.INTERNAL_ERROR);
   }
 
   /** One header block that ends the stream (a failure or an HTTP error). */
@@ -393,7 +416,7 @@ class ServerConnection extends H2Connection<Call> {
     clearTimeout(call.timer);
     this.held -= call.held;
     this.streams.delete(call.id);
-    if (!call.requestEnded) this.resetFrame(call.id, H2Error.NO_ERROR);
+    if (!call.requestEnded) this.resetFrame(call.id, H2Error.NO_ERROR, call.recvUnacked);
     this.endIfIdle();
   }
 }

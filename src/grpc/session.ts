@@ -19,6 +19,14 @@
  *   ones above it refused (never processed: safe to send again), and no new stream starts;
  * - protocol errors end the connection with GOAWAY and the RFC's error code.
  * Limits: frames up to 16 KiB (our SETTINGS_MAX_FRAME_SIZE stays the default), header blocks up to 64 KiB.
+ *
+ * Hardening: a request whose header list (RFC 9113 §6.5.2: octets of names and values plus 32 a
+ * field) is above the server's SETTINGS_MAX_HEADER_LIST_SIZE fails locally and is never sent (before
+ * the server's SETTINGS arrive the limit is unknown and taken as unlimited, as the RFC says); an
+ * answer's decoded header list is bounded by the 64 KiB we advertise as ours: the block is still
+ * decoded to keep HPACK's table in step, but nothing of it past the bound is kept and the stream is
+ * reset (ENHANCE_YOUR_CALM), the call told why; DATA beyond our windows is FLOW_CONTROL_ERROR
+ * (./connection.ts).
  */
 import type { Socket } from 'node:net';
 import { inReadBuffer } from '../read-buffer.js';
@@ -42,12 +50,15 @@ import {
 
 export { H2Error } from './connection.js';
 
+/** The decoded header list an answer may have: what our SETTINGS_MAX_HEADER_LIST_SIZE advertises. */
+const MAX_HEADER_LIST = MAX_HEADER_BLOCK;
+
 const OUR_SETTINGS = Buffer.concat([
   PREFACE,
   openingFrames([
     [SETTINGS_ENABLE_PUSH, 0],
     [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
-    [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BLOCK],
+    [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
   ]),
 ]);
 
@@ -76,12 +87,16 @@ export class H2Stream extends StreamBase {
   refused = false;
   /** Why the connection ended under the stream, if it did. */
   connectionError: string | undefined = undefined;
+  /** Why we ended the stream ourselves (never sent, or reset by us with `rstCode`), if we did. */
+  localError: string | undefined = undefined;
   open = false;
 
   constructor(
     readonly headerBlock: Buffer,
     body: Buffer,
     readonly owner: StreamOwner,
+    /** The request's header list size as RFC 9113 §6.5.2 counts it (see `headerListSize`). */
+    readonly headerListSize = 0,
   ) {
     super();
     this.body = body;
@@ -95,12 +110,14 @@ export interface SessionEvents {
   unusable(reason: string): void;
 }
 
-/** Scratch for the few fields a block's decoding keeps. */
+/** Scratch for the few fields a block's decoding keeps, and the size of its header list so far. */
 interface Fields {
   status: string | undefined;
   grpcStatus: string | undefined;
   grpcMessage: string | undefined;
+  size: number;
 }
+
 
 export class H2Session extends H2Connection<H2Stream> {
   protected readonly peerName = 'server';
@@ -108,7 +125,7 @@ export class H2Session extends H2Connection<H2Stream> {
   private nextId = 1;
   private peerMaxStreams = Infinity;
   private pingWaiters: ((ok: boolean) => void)[] = [];
-  private readonly fields: Fields = { status: undefined, grpcStatus: undefined, grpcMessage: undefined };
+  private readonly fields: Fields = { status: undefined, grpcStatus: undefined, grpcMessage: undefined, size: 0 };
   /** No new streams: GOAWAY received, ids exhausted, or the connection ended. */
   draining = false;
   connected = false;
@@ -162,7 +179,7 @@ export class H2Session extends H2Connection<H2Stream> {
   cancel(stream: H2Stream): void {
     if (stream.open) {
       this.closeStream(stream);
-      if (!this.destroyed) this.resetFrame(stream.id, H2Error.CANCEL);
+      if (!this.destroyed) this.resetFrame(stream.id, H2Error.CANCEL, stream.recvUnacked);
       this.startWaiting();
       return;
     }
@@ -205,6 +222,12 @@ export class H2Session extends H2Connection<H2Stream> {
   }
 
   private start(stream: H2Stream): void {
+    if (stream.headerListSize > this.peerMaxHeaderList) {
+      // Never sent: the server said it would not take it (RFC 9113 §6.5.2; grpc-go fails it the same way).
+      stream.localError = `request header list of ${stream.headerListSize} bytes is above the server's SETTINGS_MAX_HEADER_LIST_SIZE of ${this.peerMaxHeaderList}`;
+      stream.owner.closed(stream);
+      return;
+    }
     if (this.nextId > MAX_STREAM_ID) {
       this.draining = true;
       this.events.unusable('out of stream ids');
@@ -239,11 +262,12 @@ export class H2Session extends H2Connection<H2Stream> {
     this.startWaiting();
   }
 
-  protected streamError(stream: H2Stream, code: number): void {
+  protected streamError(stream: H2Stream, code: number, why?: string): void {
     if (!stream.open) return;
-    this.resetFrame(stream.id, code);
+    this.resetFrame(stream.id, code, stream.recvUnacked);
     this.closeStream(stream);
     stream.rstCode = code;
+    if (why !== undefined) stream.localError = why;
     stream.owner.closed(stream);
     this.startWaiting();
   }
@@ -262,21 +286,25 @@ export class H2Session extends H2Connection<H2Stream> {
 
   // ---- frames from the server --------------------------------------------------------------------
 
-  protected onStreamData(id: number, data: Buffer, frameLength: number, endStream: boolean): void {
-    const s = this.streams.get(id);
-    if (!s) return; // a stream we cancelled: its bytes still count for the connection
+  protected onStreamData(s: H2Stream | undefined, id: number, data: Buffer, endStream: boolean): void {
+    if (!s) {
+      // A stream we never opened is idle (RFC 9113 §5.1); one we closed: its bytes count for the
+      // connection only.
+      if (id % 2 === 0 || id >= this.nextId) this.goAway(H2Error.PROTOCOL_ERROR, `DATA on idle stream ${id}`);
+      return;
+    }
     if (!s.responded) return this.streamError(s, H2Error.PROTOCOL_ERROR);
     // The call keeps its answer's bytes: copied out of a shared read buffer.
     if (data.length > 0 && !s.owner.data(s, inReadBuffer(data) ? Buffer.from(data) : data)) {
       this.closeStream(s);
-      this.resetFrame(s.id, H2Error.CANCEL);
+      this.resetFrame(s.id, H2Error.CANCEL, s.recvUnacked);
       return this.startWaiting();
     }
     if (endStream) {
       s.ended = true;
       return this.finishStream(s);
     }
-    this.ackData(s, frameLength);
+    this.ackData(s);
   }
 
   protected onReset(id: number, code: number): void {
@@ -291,6 +319,10 @@ export class H2Session extends H2Connection<H2Stream> {
 
   protected readonly onField = (name: string, value: string): void => {
     const f = this.fields;
+    // Past the bound nothing more is kept: the block is decoded to its end only to keep HPACK's
+    // table in step (so a many-times-indexed grpc-message cannot grow without end).
+    f.size += name.length + value.length + 32;
+    if (f.size > MAX_HEADER_LIST) return;
     switch (name) {
       case ':status':
         f.status = value;
@@ -311,9 +343,12 @@ export class H2Session extends H2Connection<H2Stream> {
     const status = f.status;
     const grpcStatus = f.grpcStatus;
     const grpcMessage = f.grpcMessage;
+    const size = f.size;
     f.status = f.grpcStatus = f.grpcMessage = undefined;
+    f.size = 0;
     const s = this.streams.get(id);
     if (!s) return;
+    if (size > MAX_HEADER_LIST) return this.streamError(s, H2Error.ENHANCE_YOUR_CALM, `answer header list above ${MAX_HEADER_LIST} bytes`);
     if (!s.responded) {
       const code = Number(status);
       if (!Number.isInteger(code) || code < 100 || code > 999) return this.streamError(s, H2Error.PROTOCOL_ERROR);

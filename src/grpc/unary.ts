@@ -18,14 +18,17 @@
  * - a GOAWAY or a closed session sends the next calls to a new session;
  * - answers are bounded (`maxResponseBytes`: RESOURCE_EXHAUSTED above it), compressed answers are
  *   refused (no `grpc-accept-encoding` is sent), and a non-200 HTTP status maps to the gRPC code the
- *   gRPC spec gives for it.
+ *   gRPC spec gives for it;
+ * - a request whose header list is above the server's SETTINGS_MAX_HEADER_LIST_SIZE is never sent:
+ *   INTERNAL, as grpc-go fails it; an answer whose header list is above our 64 KiB is
+ *   RESOURCE_EXHAUSTED, as gRPC's C core fails it; DATA beyond our flow-control windows is INTERNAL.
  * Nothing throws: every outcome is a `UnaryResult`.
  */
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Clock, Timer } from '../deps.js';
-import { encodeFields } from './hpack.js';
-import { H2Session, H2Stream, type StreamOwner } from './session.js';
+import { encodeFields, headerListSize } from './hpack.js';
+import { H2Error, H2Session, H2Stream, type StreamOwner } from './session.js';
 import { READ_BUFFER } from '../read-buffer.js';
 
 /** The gRPC status codes this client produces itself. */
@@ -154,6 +157,13 @@ export class MessageBody {
   }
 }
 
+/** A request's header block (cached per path and timeout) and its header list size (RFC 9113 §6.5.2). */
+interface RequestHead {
+  readonly timeoutMs: number;
+  readonly block: Buffer;
+  readonly listSize: number;
+}
+
 interface Call {
   readonly path: string;
   readonly frame: Buffer;
@@ -175,10 +185,10 @@ class Attempt implements StreamOwner {
     private readonly channel: UnaryChannel,
     readonly session: H2Session,
     readonly call: Call,
-    headerBlock: Buffer,
+    head: RequestHead,
     private readonly transparentRetry: boolean,
   ) {
-    this.stream = new H2Stream(headerBlock, call.frame, this);
+    this.stream = new H2Stream(head.block, call.frame, this, head.listSize);
     this.body = new MessageBody(channel.maxResponseBytes);
   }
 
@@ -195,6 +205,9 @@ class Attempt implements StreamOwner {
     const call = this.call;
     if (call.done) return;
     const finish = (result: UnaryResult): void => this.channel.finish(call, result);
+    // We ended it (a request the server's header list limit refuses, an answer past our bounds, DATA
+    // past our window): nothing to retry, the server did not fail.
+    if (s.localError !== undefined) return finish(fail(s.rstCode === H2Error.ENHANCE_YOUR_CALM ? Status.RESOURCE_EXHAUSTED : Status.INTERNAL, s.localError));
     if (!s.responded) {
       // Never processed by the server (REFUSED_STREAM, above a GOAWAY's last stream, or not yet
       // sent when the connection went): gRPC's transparent retry sends it once more.
@@ -226,7 +239,7 @@ export class UnaryChannel {
   private closed = false;
   private pinging = false;
   /** Per method path: the request header block for the last timeout used with it. */
-  private readonly blocks = new Map<string, { timeoutMs: number; block: Buffer }>();
+  private readonly blocks = new Map<string, RequestHead>();
   readonly maxResponseBytes: number;
 
   constructor(private readonly opts: UnaryChannelOptions) {
@@ -273,15 +286,15 @@ export class UnaryChannel {
   attempt(call: Call, transparentRetry: boolean): void {
     const session = this.currentSession();
     if (typeof session === 'string') return this.finish(call, fail(Status.UNAVAILABLE, session));
-    const a = new Attempt(this, session, call, this.headerBlock(call.path, call.timeoutMs), transparentRetry);
+    const a = new Attempt(this, session, call, this.head(call.path, call.timeoutMs), transparentRetry);
     call.attempt = a;
     session.request(a.stream);
   }
 
-  private headerBlock(path: string, timeoutMs: number): Buffer {
+  private head(path: string, timeoutMs: number): RequestHead {
     const cached = this.blocks.get(path);
-    if (cached && cached.timeoutMs === timeoutMs) return cached.block;
-    const block = encodeFields([
+    if (cached && cached.timeoutMs === timeoutMs) return cached;
+    const fields: (readonly [string, string])[] = [
       [':method', 'POST'],
       [':scheme', this.opts.tls ? 'https' : 'http'],
       [':path', path],
@@ -291,9 +304,10 @@ export class UnaryChannel {
       ['grpc-timeout', `${Math.max(1, Math.min(99_999_999, Math.ceil(timeoutMs)))}m`],
       ['user-agent', USER_AGENT],
       ...(this.opts.metadata ?? []),
-    ]);
-    this.blocks.set(path, { timeoutMs, block });
-    return block;
+    ];
+    const head = { timeoutMs, block: encodeFields(fields), listSize: headerListSize(fields) };
+    this.blocks.set(path, head);
+    return head;
   }
 
   /** The session to send on, or why there is none. */
