@@ -26,16 +26,58 @@ export interface AdminServer {
 
 const SECRET_KEY = /(secret|password|passwd|token|credential|private|apikey|api_key|^key$)/i;
 
-/** Replace the values of secret-looking members (and env entries with secret-looking names). */
+export const REDACTED = '[redacted]';
+
+/**
+ * Members of a secret record's `data` that are not sensitive, by secret type: how a payload or a
+ * password is encoded. Every other member of `data` is (opaque `payload`; userpass `username` and
+ * `password`; keypair `secretKey`, `publicKey`, `passphrase`; tls `key`, `cert`, `chain`; aws and ecr
+ * `accessKey`, `secretKey`, `roleArn`, `externalId`; azure-connector `url`, `code`; nats-account
+ * `accountId`, `privateKey`; every value of a dictionary), and so is a `data` that is not an object
+ * (gcp, azure-sdk and docker keep a JSON text there). An allow list, so a type or member svcproxy
+ * does not know is hidden, never shown.
+ */
+const SECRET_PLAIN: Readonly<Record<string, readonly string[]>> = { opaque: ['encoding'], userpass: ['encoding'] };
+
+/**
+ * A `secret` record as the platform's GET answers it, without its sensitive content: name, type,
+ * description, tags, links and the other common fields stay; every value of `data` is replaced by
+ * `[redacted]` (its member names stay, as `kubectl describe secret` shows the keys), except the
+ * encoding of opaque and userpass secrets.
+ */
+function redactSecret(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(record)) out[k] = k === 'data' ? redactSecretData(record.type, v) : redact(v);
+  return out;
+}
+
+function redactSecretData(type: unknown, data: unknown): unknown {
+  if (data === undefined || data === null) return data;
+  if (typeof data !== 'object' || Array.isArray(data)) return REDACTED;
+  const plain = typeof type === 'string' ? SECRET_PLAIN[type] ?? [] : [];
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) out[k] = plain.includes(k) && typeof v === 'string' ? v : REDACTED;
+  return out;
+}
+
+function isSecretRecord(obj: Readonly<Record<string, unknown>>): boolean {
+  return typeof obj.kind === 'string' && obj.kind.toLowerCase() === 'secret';
+}
+
+/**
+ * Replace the values of secret-looking members (and env entries with secret-looking names), and the
+ * sensitive content of `secret` records (DESIGN §3: `/config` shows secrets redacted).
+ */
 export function redact(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redact);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   const obj = value as Record<string, unknown>;
+  if (isSecretRecord(obj)) return redactSecret(obj);
   const isEnvEntry = typeof obj.name === 'string' && 'value' in obj && Object.keys(obj).length <= 3;
   for (const [k, v] of Object.entries(obj)) {
-    if (SECRET_KEY.test(k) && typeof v !== 'object') out[k] = '[redacted]';
-    else if (isEnvEntry && k === 'value' && SECRET_KEY.test(obj.name as string)) out[k] = '[redacted]';
+    if (SECRET_KEY.test(k) && typeof v !== 'object') out[k] = REDACTED;
+    else if (isEnvEntry && k === 'value' && SECRET_KEY.test(obj.name as string)) out[k] = REDACTED;
     else out[k] = redact(v);
   }
   return out;

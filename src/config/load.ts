@@ -6,6 +6,7 @@
  * list's kind when they carry none. `.json` files are parsed as JSON, everything else as YAML.
  * Failures never throw: an unreadable path is `PATH: reason`, a syntax error `FILE: line L: message`,
  * a document that is not a record `FILE: line L: ...` (`FILE: item N: ...` in JSON), all collected.
+ * A parser's message never quotes the file (parser-message.ts): it may hold secrets.
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
@@ -13,6 +14,7 @@ import type { LineCounter } from 'yaml';
 import jsyaml from 'js-yaml';
 import { deepFreeze } from './frozen.js';
 import { jsonErrorOffset } from './json-error.js';
+import { jsonMessage, yamlMessage } from './parser-message.js';
 import { FAST_CORE_SCHEMA, readPlainYaml } from './yaml-fast.js';
 import { yamlLib } from '../yaml-lib.js';
 import type { RawRecord, SourcedRecord } from './records.js';
@@ -80,8 +82,8 @@ function parseJson(text: string, sink: Sink): void {
     value = JSON.parse(text);
   } catch (e) {
     const at = lineAt(text, Math.max(0, jsonErrorOffset(text)));
-    // V8 ends its messages with the position or the whole text; the line and column replace both.
-    const message = (e as Error).message.replace(/ in JSON at position \d+.*$/s, '').replace(/, ".*" is not valid JSON$/s, '');
+    // V8 ends its messages with the position or the text; the line and column replace both.
+    const message = jsonMessage((e as Error).message);
     sink.errors.push(`${sink.source}: line ${at.line}: ${message} (column ${at.col})`);
     return;
   }
@@ -89,19 +91,20 @@ function parseJson(text: string, sink: Sink): void {
 }
 
 function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
-  const docs = yamlLib().parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  // logLevel 'error': the library's warnings go to process.emitWarning (stderr) and quote the file.
+  const docs = yamlLib().parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
   let index = 0;
   for (const doc of docs) {
     index++;
     if (doc.errors.length > 0) {
-      for (const err of doc.errors) sink.errors.push(`${sink.source}: line ${counter.linePos(err.pos[0]).line}: ${err.message}`);
+      for (const err of doc.errors) sink.errors.push(`${sink.source}: line ${counter.linePos(err.pos[0]).line}: ${yamlMessage(err.message)}`);
       continue;
     }
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (e) {
-      sink.errors.push(`${sink.source}: line ${counter.linePos(doc.range[0]).line}: ${(e as Error).message}`);
+      sink.errors.push(`${sink.source}: line ${counter.linePos(doc.range[0]).line}: ${yamlMessage((e as Error).message)}`);
       continue;
     }
     if (value === null || value === undefined) continue; // an empty document (comments, a trailing `---`)
