@@ -47,12 +47,17 @@ const enum State {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** A field value may hold HTAB, visible ASCII, SP and obs-text; nothing else (no CR, LF or NUL). */
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-/** A chunk-size line: hex size, then optional extensions (not interpreted; RFC 9112 §7.1.1). */
-const CHUNK_SIZE = /^([0-9A-Fa-f]{1,15})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?$/;
+/**
+ * A chunk-size line (its CRLF taken off): hex size, then extensions `;name[=token|"quoted"]` (not
+ * interpreted; RFC 9112 §7.1.1). No whitespace anywhere in it: llhttp refuses the BWS the grammar
+ * allows, and a reader that takes more than the one after it is a reader that frames otherwise.
+ */
+const CHUNK_SIZE =
+  /^([0-9A-Fa-f]{1,15})(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[\t \x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
+/** `Transfer-Encoding` that frames a body as chunked: the one coding, any case, trailing spaces (llhttp reads `chunked\t` as another coding). */
+const CHUNKED = /^chunked *$/i;
 /** A chunk-size line (with its extensions) longer than this is refused. */
 const MAX_CHUNK_LINE = 4096;
-
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 
 
 export class ResponseParser {
@@ -63,6 +68,12 @@ export class ResponseParser {
   private pending: Buffer | undefined = undefined;
   private remaining = 0;
   private headBytes = 0;
+  /**
+   * Where a forbidden byte of a head still incomplete is (from the head's start), or -1: the next
+   * read's scan starts there, so the byte fails the head once its line is complete instead of being
+   * passed over as already scanned.
+   */
+  private badAt = -1;
   /** Whether the connection may carry another request after the current response. */
   keepAlive = true;
   /** The upstream's `Keep-Alive: timeout=N` in milliseconds, when it sent one. */
@@ -87,6 +98,7 @@ export class ResponseParser {
     this.state = State.Head;
     this.pending = undefined;
     this.headBytes = 0;
+    this.badAt = -1;
     this.trailingBytes = 0;
     this.gotBytes = false;
     this.keepAlive = true;
@@ -231,7 +243,9 @@ export class ResponseParser {
     // Scan on from a little before the new bytes: the blank line may straddle two reads, and a CR
     // that ended the last read is judged by the byte after it.
     const limit = Math.min(buf.length, start + this.maxHeadSize + 4);
-    const end = scanHead(buf, start, Math.max(start, pendingLength - 3), limit);
+    const from = this.badAt >= 0 ? start + this.badAt : Math.max(start, pendingLength - 3);
+    this.badAt = -1;
+    const end = scanHead(buf, start, from, limit);
     // A forbidden byte fails the response once its line is complete, so the error names the same
     // line however the bytes were split into reads.
     const lineEnd = end < INCOMPLETE ? buf.indexOf(10, badByteAt(end)) : -1;
@@ -240,18 +254,19 @@ export class ResponseParser {
         this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
         return -1;
       }
+      if (end < INCOMPLETE) this.badAt = badByteAt(end) - start;
       this.pending = start === 0 ? buf : buf.subarray(start);
       return -1;
     }
     if (end < 0) {
-      this.fail(badHeadMessage(buf.toString('latin1', start, lineEnd)));
+      this.fail(badHeadMessage(buf.toString('latin1', start, lineEnd), badByteAt(end) - start));
       return -1;
     }
     if (end - start > this.maxHeadSize) {
       this.fail(`the response head exceeds ${this.maxHeadSize} bytes`);
       return -1;
     }
-    const sep = buf[end] === 13 ? 4 : 2;
+    const sep = 4;
     const head = buf.toString('latin1', start, end);
     const error = this.parseHead(head);
     if (error) {
@@ -294,7 +309,6 @@ export class ResponseParser {
     let transferEncoding: string | undefined;
     let connection: string | undefined;
     let keepAliveHint: string | undefined;
-    let last: string | undefined;
     let index = 0;
     const rawNames = this.rawNames;
     const names = this.names;
@@ -303,17 +317,8 @@ export class ResponseParser {
       if (eol < 0) eol = head.length;
       const lineEnd = head.charCodeAt(eol - 1) === 13 ? eol - 1 : eol;
       const first = head.charCodeAt(start);
-      if (first === 32 || first === 9) {
-        // obs-fold: RFC 9112 §5.2 lets a recipient of a response replace it with a space; never on a
-        // field that frames the message or decides the connection's fate.
-        if (last === undefined) return 'a continuation line before any field';
-        if (FRAMING.has(last)) return `a continuation line in field ${last}`;
-        const value = head.slice(start, lineEnd).trim();
-        const prior = headers[last]!;
-        if (Array.isArray(prior)) prior[prior.length - 1] += ` ${value}`;
-        else headers[last] = `${prior} ${value}`;
-        continue;
-      }
+      // obs-fold: RFC 9112 §5.2 lets a recipient of a response refuse it, and llhttp does.
+      if (first === 32 || first === 9) return 'a continuation line (obs-fold)';
       // An upstream sends the same fields in the same order on every answer: the name at this
       // position last time is checked in place, without slicing or hashing a new string.
       let name: string | undefined;
@@ -340,17 +345,26 @@ export class ResponseParser {
       while (from < to && isOWS(head.charCodeAt(from))) from++;
       while (to > from && isOWS(head.charCodeAt(to - 1))) to--;
       const value = head.slice(from, to);
-      last = name;
       switch (name) {
         case 'content-length': {
-          const n = contentLengthValue(value);
-          if (n === 'invalid') return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
-          if (n === 'differing' || (contentLength >= 0 && n !== contentLength)) return 'differing content-length values';
+          // One plain length. A list of one same length or a repeated line (RFC 9110 §8.6 lets a
+          // recipient refuse either, and llhttp and Envoy do) would otherwise reach the client as sent.
+          if (!DIGITS.test(value)) {
+            const n = contentLengthValue(value);
+            if (n === 'invalid') return `invalid content-length ${JSON.stringify(value.slice(0, 32))}`;
+            if (n === 'differing' || (contentLength >= 0 && n !== contentLength)) return 'differing content-length values';
+            return `a content-length list ${JSON.stringify(value.slice(0, 32))}`;
+          }
+          // llhttp takes spaces after the digits, not a tab.
+          for (let k = to; k < lineEnd; k++) if (head.charCodeAt(k) === 9) return `invalid content-length ${JSON.stringify(head.slice(from, lineEnd).slice(0, 32))}`;
+          const n = Number(value);
+          if (contentLength >= 0) return n === contentLength ? 'a repeated content-length' : 'differing content-length values';
           contentLength = n;
           break;
         }
         case 'transfer-encoding':
-          transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+          // Trailing blanks kept: `chunked` followed by a tab is another coding to llhttp.
+          transferEncoding = transferEncoding === undefined ? head.slice(from, lineEnd) : `${transferEncoding}, ${head.slice(from, lineEnd)}`;
           break;
         case 'connection':
           connection = connection === undefined ? value : `${connection}, ${value}`;
@@ -367,9 +381,15 @@ export class ResponseParser {
       else if (Array.isArray(prior)) prior.push(value);
       else headers[name] = [prior, value];
     }
+    // Both framings is an error whether or not this answer has a body (llhttp refuses it on an
+    // interim answer, a HEAD answer and a 304 too): the upstream cannot be trusted to frame the next.
+    if (transferEncoding !== undefined && contentLength >= 0) return 'both content-length and transfer-encoding';
     if (status < 200) {
       // 101 without an upgrade request is a protocol error; other 1xx are interim: skip them.
       if (status === 101) return 'a 101 answer to a request that asked for no upgrade';
+      // An interim answer that closes the connection leaves no room for the final one (llhttp
+      // refuses the bytes after it).
+      if (!keepAliveOf(minor, connection)) return 'an interim answer that closes the connection';
       return undefined;
     }
     this.keepAlive = keepAliveOf(minor, connection);
@@ -386,9 +406,8 @@ export class ResponseParser {
       if (transferEncoding !== undefined && status === 204) return 'a 204 answer with transfer-encoding';
       next = State.Idle;
     } else if (transferEncoding !== undefined) {
-      if (contentLength >= 0) return 'both content-length and transfer-encoding';
       if (minor === '0') return 'transfer-encoding in an HTTP/1.0 response';
-      if (transferEncoding.trim().toLowerCase() !== 'chunked') return `unsupported transfer-encoding ${JSON.stringify(transferEncoding.slice(0, 32))}`;
+      if (!CHUNKED.test(transferEncoding)) return `unsupported transfer-encoding ${JSON.stringify(transferEncoding.slice(0, 32))}`;
       next = State.ChunkSize;
     } else if (contentLength >= 0) {
       next = contentLength === 0 ? State.Idle : State.Length;
@@ -415,7 +434,12 @@ export class ResponseParser {
       this.pending = start === 0 ? buf : buf.subarray(start);
       return -1;
     }
-    const line = stripCR(buf.toString('latin1', start, nl));
+    // Every line of the chunked framing ends in CRLF (llhttp refuses a bare LF there too).
+    if (nl === start || buf[nl - 1] !== 13) {
+      this.fail(this.state === State.Trailers ? 'a trailer line without CRLF' : 'a chunk line without CRLF');
+      return -1;
+    }
+    const line = buf.toString('latin1', start, nl - 1);
     const consumed = nl + 1;
     const next = buf === data ? consumed : offset + (consumed - pendingLength);
     switch (this.state) {
@@ -469,11 +493,6 @@ export class ResponseParser {
   private trailerLines: string[] | undefined = undefined;
 }
 
-/** Characters no response head may hold: CTLs other than HTAB, CR and LF, and DEL. */
-const BAD_HEAD = /[^\t\n\r\x20-\x7e\x80-\xff]/;
-/** A CR anywhere but at a line's end. */
-const BARE_CR = /\r(?!\n|$)/;
-
 /** `scanHead`: the head is not complete in the bytes given. */
 const INCOMPLETE = -1;
 /** `scanHead` returns `-2 - i` for a forbidden byte at `i`. */
@@ -482,9 +501,11 @@ const badByteAt = (result: number): number => -2 - result;
 /**
  * Find the end of the head that starts at `start`, checking every byte on the way from `from` to
  * `limit` (one pass over the bytes, instead of a search for the blank line and two scans of the
- * text): the index of the empty line that ends it (CRLF CRLF, or LF LF since lines may end in a
- * bare LF, RFC 9112 §2.2; whichever comes first), `INCOMPLETE`, or `-2 - i` for a byte no head may
- * hold at `i`: a control character other than HTAB, CR and LF, DEL, or a CR not followed by LF.
+ * text): the index of the empty line that ends it (CRLF CRLF), `INCOMPLETE`, or `-2 - i` for a byte
+ * no head may hold at `i`: a control character other than HTAB, CR and LF, DEL, a CR not followed
+ * by LF, or an LF not after a CR. RFC 9112 §2.2 lets a recipient take a bare LF as a line's end;
+ * llhttp does not, and neither does this reader: two readers that split lines differently can be
+ * told two different answers.
  */
 function scanHead(buf: Buffer, start: number, from: number, limit: number): number {
   for (let i = from; i < limit; i++) {
@@ -494,12 +515,12 @@ function scanHead(buf: Buffer, start: number, from: number, limit: number): numb
       continue;
     }
     if (c === 10) {
+      if (i === start || buf[i - 1] !== 13) return -2 - i;
       if (i + 1 >= limit) return INCOMPLETE;
-      const next = buf[i + 1]!;
-      if (next === 10) return i;
-      if (next === 13 && i > start && buf[i - 1] === 13) {
+      if (buf[i + 1] === 13) {
         if (i + 2 >= limit) return INCOMPLETE;
         if (buf[i + 2] === 10) return i - 1;
+        return -3 - i;
       }
     } else if (c === 13) {
       if (i + 1 >= limit) return INCOMPLETE;
@@ -511,10 +532,9 @@ function scanHead(buf: Buffer, start: number, from: number, limit: number): numb
   return INCOMPLETE;
 }
 
-/** Say where a head with a forbidden character has it. */
-function badHeadMessage(head: string): string {
-  const at = Math.min(...[head.search(BAD_HEAD), head.search(BARE_CR)].filter((i) => i >= 0));
-  const lineStart = head.lastIndexOf('\n', at) + 1;
+/** Say where a head with a forbidden character (at `at`) has it. */
+function badHeadMessage(head: string, at: number): string {
+  const lineStart = head.lastIndexOf('\n', at - 1) + 1;
   if (lineStart === 0) return `invalid status line ${JSON.stringify(head.slice(0, Math.min(64, head.indexOf('\n') >>> 0)))}`;
   const colon = head.indexOf(':', lineStart);
   const name = colon > lineStart && colon < at ? head.slice(lineStart, colon) : head.slice(lineStart, at);
@@ -570,10 +590,6 @@ function isOWS(c: number): boolean {
   return c === 32 || c === 9;
 }
 
-function stripCR(line: string): string {
-  return line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
-}
-
 /** HTTP/1.1 keeps the connection unless `close`; HTTP/1.0 only with `keep-alive` (RFC 9112 §9.3). */
 function keepAliveOf(minor: string, connection: string | undefined): boolean {
   if (connection === undefined) return minor === '1';
@@ -601,10 +617,17 @@ function parseTrailers(lines: string[]): HeaderMap | string {
     if (colon <= 0) return `invalid trailer line ${JSON.stringify(line.slice(0, 64))}`;
     const rawName = line.slice(0, colon);
     if (!TOKEN.test(rawName)) return `invalid trailer name ${JSON.stringify(rawName.slice(0, 64))}`;
-    const value = line.slice(colon + 1).trim();
+    // Optional whitespace is spaces and tabs only: `trim()` would also take a CR or an 0xA0 away.
+    let from = colon + 1;
+    let to = line.length;
+    while (from < to && isOWS(line.charCodeAt(from))) from++;
+    while (to > from && isOWS(line.charCodeAt(to - 1))) to--;
+    const value = line.slice(from, to);
     if (BAD_VALUE.test(value)) return `invalid value in trailer ${rawName}`;
     const name = rawName.toLowerCase();
     if (name === '__proto__') continue;
+    // A length in the trailers would frame nothing (RFC 9110 §6.5.1); llhttp refuses it.
+    if (name === 'content-length') return 'a content-length trailer';
     const prior = out[name];
     if (prior === undefined) out[name] = value;
     else if (Array.isArray(prior)) prior.push(value);
