@@ -1,6 +1,7 @@
 /**
  * Reads the head of an HTTP/1.1 request from a client when it has the common, unremarkable shape: a
- * known method, an origin- or absolute-form target of visible ASCII, `HTTP/1.1`, and fields that are
+ * known method, an origin-form target of visible ASCII (or `*`, or an `http(s)://host[:port]` absolute
+ * form), `HTTP/1.1`, and fields that are
  * plain tokens with printable values, each name once, and no body or one framed by a plain
  * `Content-Length`. Anything else (`Transfer-Encoding`, a length spelled any other way, an Upgrade, a
  * `Connection` other than keep-alive, `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
@@ -30,6 +31,13 @@ const METHODS = new Map(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PAT
 /** Anything but HTAB, CR, LF, printable ASCII and obs-text; or a CR not before LF; or an LF not after CR. */
 const BAD_BYTES = /[^\t\r\n\x20-\x7e\x80-\xff]|\r(?!\n)|(?<!\r)\n/;
 const TARGET = /^[\x21-\x7e]+$/;
+/**
+ * An absolute-form target the quick path serves: `http` or `https`, a plain host name or address and
+ * port, no userinfo. Any other target that is not origin-form (`/...`) or `*` is declined: llhttp
+ * refuses `x`, `x.example:443` (authority form outside CONNECT) and `http//x`, and the quick path
+ * must never serve what Node's server would answer with an error.
+ */
+const ABSOLUTE = /^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?(?:[/?][\x21-\x7e]*)?$/i;
 /** More fields than this: declined (Node's own server decides). */
 const MAX_FIELDS = 128;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
@@ -77,6 +85,7 @@ export function readPlainRequestHead(buf: Buffer, maxHeadBytes: number): PlainRe
   if (sp2 === -1 || lineEnd - sp2 !== 9 || !text.startsWith('HTTP/1.1', sp2 + 1)) return undefined;
   const url = text.slice(sp1 + 1, sp2);
   if (!TARGET.test(url)) return undefined;
+  if (url.charCodeAt(0) !== 47 /* / */ && url !== '*' && !ABSOLUTE.test(url)) return undefined;
   const headers: Record<string, string> = {};
   const rawHeaders: string[] = [];
   let pos = lineEnd + 2;
