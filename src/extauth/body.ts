@@ -7,6 +7,11 @@
  * conversation — a client that sends one message and waits for the answer — so with `idle` set the
  * read also ends, partial, once no byte arrived for that long after the first chunk: the check goes
  * out with what there is instead of waiting for bytes that only come after the answer.
+ *
+ * The rest is moved with `pause()`/`resume()` and 'data', never with `read()` (an async iterator,
+ * 'readable'): node:http2's compat request (Http2ServerRequest) pauses its Http2Stream on `pause()`
+ * and restarts it only on `resume()` or a fresh `_read`, and a request paused while waiting for bytes
+ * has its `_read` pending already, so a reader that only calls `read()` waits forever (issue 25 #9).
  */
 import { Readable } from 'node:stream';
 import type { Clock, Timer } from '../deps.js';
@@ -45,7 +50,7 @@ export function readBodyPrefix(source: Readable, limit: number, idle?: IdleLimit
       resolve({
         bytes: all.length > limit ? all.subarray(0, limit) : all,
         partial: !ended || total > limit,
-        replay: Readable.from(replay(chunks, ended ? undefined : source), { objectMode: false }),
+        replay: replayStream(chunks, ended ? undefined : source),
       });
     };
     const onData = (chunk: Buffer | string): void => {
@@ -69,7 +74,57 @@ export function readBodyPrefix(source: Readable, limit: number, idle?: IdleLimit
   });
 }
 
-async function* replay(chunks: readonly Buffer[], rest: Readable | undefined): AsyncGenerator<Buffer> {
-  yield* chunks;
-  if (rest) for await (const chunk of rest) yield chunk as Buffer;
+/**
+ * The buffered chunks, then the paused `rest` as it arrives: the reader's demand (`_read`) resumes
+ * the source and a full buffer pauses it again, so at most a high-water mark is held. A source that
+ * fails or is aborted (the client reset mid-body) fails the replay, so the upstream request is
+ * cancelled rather than ended as if the body were whole.
+ */
+function replayStream(chunks: readonly Buffer[], rest: Readable | undefined): Readable {
+  const out = new Readable({
+    read: () => {
+      rest?.resume();
+    },
+    destroy: (err, callback) => {
+      // The request itself stays: its server dumps what is left once the answer is sent.
+      if (rest) detach();
+      callback(err);
+    },
+  });
+  // A client may go away while the check is out, before any reader listens: as node:http's and
+  // node:http2's requests do, an error nobody listens for is not thrown; readers attach their own.
+  out.on('error', ignore);
+  for (const chunk of chunks) out.push(chunk);
+  if (!rest) {
+    out.push(null);
+    return out;
+  }
+  const onData = (chunk: Buffer | string): void => {
+    if (!out.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk)) rest.pause();
+  };
+  const onEnd = (): void => {
+    detach();
+    out.push(null);
+  };
+  const onError = (err: Error): void => {
+    out.destroy(err);
+  };
+  const onAborted = (): void => {
+    out.destroy(new Error('the request body was aborted'));
+  };
+  const detach = (): void => {
+    rest.off('data', onData);
+    rest.off('end', onEnd);
+    rest.off('error', onError);
+    rest.off('aborted', onAborted);
+  };
+  // Paused (finish above), so this listener does not start the flow: the first `_read` does.
+  rest.on('data', onData);
+  rest.on('end', onEnd);
+  rest.on('error', onError);
+  rest.on('aborted', onAborted);
+  if (rest.readableEnded) onEnd();
+  return out;
 }
+
+function ignore(): void {}
