@@ -139,6 +139,11 @@ export class HpackDecoder {
     this.limit = maxTableSize;
   }
 
+  /** @internal The dynamic table, newest first, and its size as RFC 7541 §4.1 counts it (for tests). */
+  dynamicTable(): { entries: readonly (readonly [string, string])[]; size: number } {
+    return { entries: this.table, size: this.size };
+  }
+
   /** Every field of a complete header block, in order. Strings are bytes as latin1. */
   decode(block: Buffer, field: (name: string, value: string) => void): void {
     this.pos = 0;
