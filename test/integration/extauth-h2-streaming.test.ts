@@ -84,11 +84,20 @@ const grpcioThere = ((): boolean => {
 })();
 if (!grpcioThere) t.fail(`${PYTHON} cannot import grpc: run scripts/test-deps.sh (Debian's python3-grpcio)`);
 
-function base(appPort: number, authPort: number, protocol: 'grpc' | 'http'): Record<string, unknown>[] {
+/**
+ * Retries: by default every attempt reads the body through the retry replay buffer (src/retry/replay.ts)
+ * wrapped around the check's replay; with `off` the forwarder reads the check's replay itself.
+ */
+type Retries = 'default' | 'off';
+
+function base(appPort: number, authPort: number, protocol: 'grpc' | 'http', retries: Retries = 'default'): Record<string, unknown>[] {
   return records({
     ports: [{ number: protocol === 'grpc' ? 50051 : 8080, protocol }],
     replicas: { 'aws-us-east-2': [`127.0.0.1:${appPort}`] },
-    workloadSpec: { defaultOptions: { timeoutSeconds: TIMEOUT_SECONDS } },
+    workloadSpec: {
+      defaultOptions: { timeoutSeconds: TIMEOUT_SECONDS },
+      ...(retries === 'off' ? { requestRetryPolicy: { attempts: 0 } } : {}),
+    },
     tags: {
       'svc/externalAuthAddress': '127.0.0.1',
       'svc/externalAuthPort': authPort,
@@ -99,13 +108,13 @@ function base(appPort: number, authPort: number, protocol: 'grpc' | 'http'): Rec
 }
 
 /** The gRPC C-core app and client, the authorization server, and the front plane for `via`. */
-async function grpcSetup(t: Test, via: 'ingress' | 'sidecar'): Promise<{ app: Peer; client: Peer; auth: GrpcAuthServer; front: StartedPlane }> {
+async function grpcSetup(t: Test, via: 'ingress' | 'sidecar', retries: Retries = 'default'): Promise<{ app: Peer; client: Peer; auth: GrpcAuthServer; front: StartedPlane }> {
   const app = Peer.start(t, 'server');
   const listening = await app.next('port ');
   if (!listening.startsWith('port ')) throw new Error(`the gRPC app did not start: ${listening}`);
   const appPort = Number(listening.slice('port '.length));
   const auth = await startGrpcAuth(t, () => allow());
-  const recs = base(appPort, auth.port, 'grpc');
+  const recs = base(appPort, auth.port, 'grpc', retries);
   let front: StartedPlane;
   if (via === 'ingress') {
     front = await startPlane(t, recs);
@@ -119,9 +128,10 @@ async function grpcSetup(t: Test, via: 'ingress' | 'sidecar'): Promise<{ app: Pe
   return { app, client, auth, front };
 }
 
-for (const via of ['ingress', 'sidecar'] as const) {
-  t.test(`gRPC C-core through a ${via} with ext_authz: bidi ping-pong, each answer awaited before the next send`, { skip: !grpcioThere }, async (t) => {
-    const { app, client, auth } = await grpcSetup(t, via);
+const BIDI_CASES: [via: 'ingress' | 'sidecar', retries: Retries][] = [['ingress', 'default'], ['ingress', 'off'], ['sidecar', 'default']];
+for (const [via, retries] of BIDI_CASES) {
+  t.test(`gRPC C-core through a ${via} with ext_authz (retries ${retries}): bidi ping-pong, each answer awaited before the next send`, { skip: !grpcioThere }, async (t) => {
+    const { app, client, auth } = await grpcSetup(t, via, retries);
     client.send('bidi-start');
     for (const m of MESSAGES) {
       client.send(`bidi-send ${m}`);
@@ -134,6 +144,9 @@ for (const via of ['ingress', 'sidecar'] as const) {
     t.equal(auth.calls.length, 1, 'one check for the call');
     t.equal(auth.calls[0]!.attributes.request.http.headers['x-envoy-auth-partial-body'], 'true', 'checked with the first message only');
   });
+}
+
+for (const via of ['ingress', 'sidecar'] as const) {
 
   t.test(`gRPC C-core through a ${via} with ext_authz: client streaming, each message sent once the app has the one before`, { skip: !grpcioThere }, async (t) => {
     const { app, client, auth } = await grpcSetup(t, via);
@@ -170,10 +183,10 @@ async function uploadApp(t: Test): Promise<{ port: number; received: () => strin
   };
 }
 
-async function uploadSetup(t: Test): Promise<{ app: Awaited<ReturnType<typeof uploadApp>>; auth: GrpcAuthServer; plane: StartedPlane }> {
+async function uploadSetup(t: Test, retries: Retries = 'default'): Promise<{ app: Awaited<ReturnType<typeof uploadApp>>; auth: GrpcAuthServer; plane: StartedPlane }> {
   const app = await uploadApp(t);
   const auth = await startGrpcAuth(t, () => allow());
-  const plane = await startPlane(t, base(app.port, auth.port, 'http'));
+  const plane = await startPlane(t, base(app.port, auth.port, 'http', retries));
   await plane.ready();
   return { app, auth, plane };
 }
@@ -182,8 +195,8 @@ const FIRST = 'first part of the upload;';
 // Past the check's 8 KiB body limit, so the rest also crosses the replay's buffers.
 const REST = 'x'.repeat(100_000);
 
-t.test('h2c upload of unknown length, paused mid-body until the app has the first part', async (t) => {
-  const { app, auth, plane } = await uploadSetup(t);
+for (const retries of ['default', 'off'] as const) t.test(`h2c upload of unknown length (retries ${retries}), paused mid-body until the app has the first part`, async (t) => {
+  const { app, auth, plane } = await uploadSetup(t, retries);
   const session = http2.connect(plane.url);
   t.teardown(() => session.destroy());
   const stream = session.request({ ':method': 'POST', ':path': '/upload', ':authority': CANONICAL });
