@@ -24,9 +24,9 @@ import {
   type Replica,
   type ReplicaRegistry,
 } from '../routing/index.js';
-import { MAX_URL_LENGTH, normalizePath, splitAbsoluteForm } from './path.js';
+import { MAX_URL_LENGTH, normalizePath, routingAuthority } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
+import { ERRORS, type DownstreamRequest, type DownstreamResponse, type LocalReply } from './errors.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
@@ -44,7 +44,7 @@ import { Upstreams } from './upstreams.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import type { OverloadGuard } from './overload.js';
-import { requestProblem } from './sanitize.js';
+import { overHttp2, problemCode, requestProblem } from './sanitize.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -214,10 +214,7 @@ export class DataPlane implements ExchangeObserver {
     const given = req.headers['x-request-id'];
     const requestId = typeof given === 'string' && validRequestId(given) ? given : newRequestId();
     const url = req.url ?? '/';
-    // An absolute-form target's authority wins over Host (RFC 9112 §3.2.2), so a request can never
-    // be routed by one name and checked or forwarded under another.
-    const absolute = url.charCodeAt(0) === 47 /* '/' */ ? undefined : splitAbsoluteForm(url);
-    const host = absolute?.authority ?? (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '';
+    const host = routingAuthority(url, (req.headers[':authority'] as string | undefined) ?? req.headers.host ?? '');
     const peer = req.socket?.remoteAddress ?? '';
     this.inFlight++;
     const ex = new Exchange(
@@ -238,7 +235,14 @@ export class DataPlane implements ExchangeObserver {
     const problem = requestProblem(req);
     if (problem) {
       // The connection is closed after the answer: its framing can no longer be trusted.
-      ex.reply({ code: problem.status === 501 ? 'NOT_IMPLEMENTED' : 'BAD_REQUEST', message: `bad request: ${problem.reason}`, ...(req.httpVersionMajor === 1 ? { headers: { connection: 'close' } } : {}) });
+      // (The listener serves nothing after it on that connection: see listener.ts.)
+      ex.reply({ code: problemCode(problem), message: `${ERRORS[problemCode(problem)].message}: ${problem.reason}`, ...(overHttp2(req) ? {} : { headers: { connection: 'close' } }) });
+      return undefined;
+    }
+    // Only an HTTP/2 CONNECT gets here (HTTP/1.1's go to Tunnels): tunnels to `tcp` ports are
+    // HTTP/1.1 CONNECTs, and nothing else is ever a tunnel (never an open proxy).
+    if (req.method === 'CONNECT') {
+      ex.reply({ code: 'NO_ROUTE' });
       return undefined;
     }
     if (url.length > MAX_URL_LENGTH) {

@@ -31,6 +31,7 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large', grpc: 13 },
   OVERLOADED: { status: 503, message: 'overloaded', grpc: 14 },
   NOT_IMPLEMENTED: { status: 501, message: 'not implemented', grpc: 12 /* UNIMPLEMENTED */ },
+  HTTP_VERSION_NOT_SUPPORTED: { status: 505, message: 'http version not supported', grpc: 13 },
 } as const satisfies Record<string, { status: number; message: string; grpc: number }>;
 
 export type ErrorCode = keyof typeof ERRORS;

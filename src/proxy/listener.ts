@@ -165,8 +165,8 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     guard(stream);
   };
   // HTTP/1.1: while draining, and on a connection's last allowed request, the answer closes the
-  // connection (registered first, so it runs before the handler). Node's own maxRequestsPerSocket
-  // only says `Connection: close` and answers 503 to a client that ignores it.
+  // connection. Node's own maxRequestsPerSocket only says `Connection: close` and answers 503 to a
+  // client that ignores it.
   const served = new WeakMap<Duplex, number>();
   const perConnection = limits.maxRequestsPerConnection;
   const closeWhenDue = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
@@ -179,6 +179,19 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       if (n >= perConnection) h1res.shouldKeepAlive = false;
     }
   };
+  const closing = new ClosingConnections();
+  // Every HTTP/1.1 request Node's servers parse: nothing is served on a connection that is closing
+  // (see ClosingConnections); HTTP/2 streams go straight to the handler.
+  const onRequest = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
+    if ((req as http2.Http2ServerRequest).stream !== undefined) return handlers.request(req, res);
+    const h1req = req as http.IncomingMessage;
+    const h1res = res as http.ServerResponse;
+    if (closing.refuses(h1req)) return;
+    closeWhenDue(req, res);
+    handlers.request(req, res);
+    closing.after(h1req, h1res);
+  };
+  const onClientError = (err: NodeJS.ErrnoException, socket: Duplex): void => closing.clientError(err, socket);
 
   let outer: net.Server;
   let h1: http.Server | undefined;
@@ -192,12 +205,16 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       settings: http2Settings(limits),
       maxSessionMemory: 64,
     });
-    secure.prependListener('request', closeWhenDue);
-    secure.on('request', handlers.request);
+    secure.on('request', onRequest);
     secure.on('session', onSession);
     secure.on('stream', onStream);
-    if (handlers.upgrade) secure.on('upgrade', handlers.upgrade);
-    if (handlers.connect) secure.on('connect' as 'request', handlers.connect as never);
+    if (handlers.upgrade) secure.on('upgrade', closing.guard(handlers.upgrade));
+    // 'connect' carries HTTP/1.1 CONNECTs (req, socket, head) and HTTP/2 ones (req, res) alike.
+    const connect = handlers.connect && closing.guard(handlers.connect);
+    secure.on('connect' as 'request', ((req: http.IncomingMessage | http2.Http2ServerRequest, second: Duplex | http2.Http2ServerResponse, head: Buffer) => {
+      if ((req as http2.Http2ServerRequest).stream !== undefined) handlers.request(req, second as http2.Http2ServerResponse);
+      else connect?.(req as http.IncomingMessage, second as Duplex, head);
+    }) as never);
     secure.on('secureConnection', track);
     secure.on('sessionError', () => undefined);
     secure.on('session', growSessionWindow);
@@ -211,22 +228,25 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   } else {
     h1 = http.createServer(
       { maxHeaderSize: MAX_HEADER_SIZE, requireHostHeader: false, connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs) },
-      handlers.request,
+      onRequest,
     );
-    h1.prependListener('request', closeWhenDue);
     configureHttp1(h1, limits);
     const upgrade = handlers.upgrade;
     if (upgrade) {
       const server = h1;
       h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+        if (closing.refuses(req)) return;
         if (isWebSocketUpgrade(req)) upgrade(req, socket, head);
         else replayWithoutUpgrade(server, req, socket as net.Socket, head);
       });
     }
-    if (handlers.connect) h1.on('connect', handlers.connect);
+    if (handlers.connect) h1.on('connect', closing.guard(handlers.connect));
     h1.on('clientError', onClientError);
     const plain = http2.createServer({ settings: http2Settings(limits), maxSessionMemory: 64 });
     plain.on('request', handlers.request);
+    // An HTTP/2 CONNECT is answered by the data plane like any request (Node's compat layer would
+    // answer 405 itself): tunnels are HTTP/1.1's.
+    plain.on('connect' as 'request', handlers.request);
     plain.on('sessionError', () => undefined);
     plain.on('session', growSessionWindow);
     plain.on('session', onSession);
@@ -413,16 +433,98 @@ function replayWithoutUpgrade(server: http.Server, req: http.IncomingMessage, so
 const ERROR_LINGER_MS = 1000;
 
 /**
- * Malformed requests get the status Node's parser chose, with a JSON body where we can write one,
- * and the connection is closed. When the error comes mid-request (a bad chunk size in a body being
- * streamed) and the answer to that request has already started, nothing is written: an error
- * answer there would be spliced into the middle of the other answer's body.
+ * HTTP/1.1 connections that serve no further request (RFC 9112 §9.6). Node's server parses every
+ * request pipelined in one read and emits each at once, queueing their answers; so a request the
+ * proxy refuses and closes on (bad framing, two Hosts, an HTTP version it does not speak) is
+ * usually followed, in the same turn, by whatever the client pipelined behind it. Once an answer
+ * on a connection says `Connection: close` (or the client's request did), every later request on
+ * it is dropped unanswered, upgrades and CONNECTs included, and the connection closes after the
+ * answers before it.
+ *
+ * A head Node's parser rejects (400, 431, 408, or bytes after a request that asked to close) while
+ * earlier answers are still being written waits for them: they go out whole, then the error answer
+ * (none for bytes after `Connection: close`: the client said it was done), then the close. Only an
+ * error inside the body of the request being answered cuts it: that request is aborted upstream
+ * and, if its answer had started, the connection is destroyed without an error spliced in.
  */
-function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  if (!socket.writable || inFlightResponse(socket)?.headersSent) {
-    socket.destroy();
-    return;
+class ClosingConnections {
+  private readonly sockets = new WeakSet<Duplex>();
+  /** Connections whose parser failed (it may report the same failure again on the next read). */
+  private readonly failed = new WeakSet<Duplex>();
+  /** Each connection's latest request and its answer. */
+  private readonly latest = new WeakMap<Duplex, http.ServerResponse>();
+
+  /** True (and nothing is to be served) when the request's connection is closing. */
+  refuses(req: http.IncomingMessage): boolean {
+    return this.sockets.has(req.socket);
   }
+
+  /** After the handler ran: an answer that closes the connection closes it to later requests. */
+  after(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.latest.set(req.socket, res);
+    if (!res.shouldKeepAlive || (res as http.ServerResponse & { _last?: boolean })._last === true) this.sockets.add(req.socket);
+  }
+
+  /** An upgrade or CONNECT handler that is not run on a closing connection. */
+  guard<A extends unknown[]>(handler: (req: http.IncomingMessage, ...rest: A) => void): (req: http.IncomingMessage, ...rest: A) => void {
+    return (req, ...rest) => {
+      if (!this.refuses(req)) handler(req, ...rest);
+    };
+  }
+
+  /** Node's parser rejected what came on `socket` (its 'clientError'). */
+  clientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+    if (err.code === 'ECONNRESET') return void socket.destroy();
+    // The parser reports its failure again on every later read: answered once.
+    if (this.failed.has(socket)) return;
+    this.failed.add(socket);
+    // An answer on it already said `Connection: close` (or its request did).
+    const closing = this.sockets.has(socket);
+    this.sockets.add(socket);
+    const last = this.latest.get(socket);
+    const pending = last !== undefined && !last.writableFinished && !last.destroyed;
+    if (pending && !last.req.complete && !last.writableEnded) {
+      // The error is in the body of the request being answered, which is cut: an error answer
+      // only while nothing of its answer went out.
+      if (last.headersSent || !socket.writable) return void socket.destroy();
+      return sendClientError(err, socket);
+    }
+    if (closing || err.code === 'HPE_CLOSED_CONNECTION') {
+      // What came after a request or an answer that closes the connection is ignored, as nginx
+      // does: Node's server closes the connection once that answer is out.
+      if (!pending) endThenDestroy(socket);
+      return;
+    }
+    if (pending) {
+      // A later request went bad: the answers before it first, then the error and the close.
+      last.once('finish', () => (socket.writable ? sendClientError(err, socket) : endThenDestroy(socket)));
+      last.once('close', () => (last.writableFinished ? undefined : socket.destroy()));
+      return;
+    }
+    if (!socket.writable) return void socket.destroy();
+    sendClientError(err, socket);
+  }
+}
+
+/** A request line whose version is well formed (one the parser does not speak: 505, not 400). */
+const WELL_FORMED_VERSION = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [^ \r\n]+ HTTP\/\d+\.\d+\r\n/;
+
+/** Close once what was written is out; a client that never closes its side is dropped after a while. */
+function endThenDestroy(socket: Duplex): void {
+  socket.end();
+  lingerThenDestroy(socket);
+}
+
+function lingerThenDestroy(socket: Duplex): void {
+  // end() only half-closes: a client that never closes its side would hold the connection forever.
+  setTimeout(() => socket.destroy(), ERROR_LINGER_MS).unref();
+}
+
+/**
+ * Malformed requests get the status Node's parser chose, with a JSON body where we can write one,
+ * and the connection is closed.
+ */
+function sendClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
   let status = 400;
   let message = 'bad request';
   if (err.code === 'HPE_HEADER_OVERFLOW') {
@@ -431,16 +533,16 @@ function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, sock
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
     status = 408;
     message = 'request timeout';
-  } else if (err.code === 'ECONNRESET') {
-    socket.destroy();
-    return;
+  } else if (err.code === 'HPE_INVALID_VERSION' && WELL_FORMED_VERSION.test(err.rawPacket?.toString('latin1', 0, 8192) ?? '')) {
+    status = 505;
+    message = 'http version not supported';
   } else if (err.code) {
     message = `bad request: ${err.code.replace(/^HPE_/, '').toLowerCase().replace(/_/g, ' ')}`;
   }
-  const body = JSON.stringify({ status, message, code: status === 431 ? 'HEADERS_TOO_LARGE' : 'BAD_REQUEST', details: {}, id: '' });
+  const code = status === 431 ? 'HEADERS_TOO_LARGE' : status === 505 ? 'HTTP_VERSION_NOT_SUPPORTED' : 'BAD_REQUEST';
+  const body = JSON.stringify({ status, message, code, details: {}, id: '' });
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
-  // end() only half-closes: a client that never closes its side would hold the connection forever.
-  setTimeout(() => socket.destroy(), ERROR_LINGER_MS).unref();
+  lingerThenDestroy(socket);
 }

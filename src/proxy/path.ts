@@ -81,6 +81,16 @@ export function splitAbsoluteForm(raw: string): { authority: string; target: str
   return { authority, target };
 }
 
+/**
+ * The authority a request is routed by: an absolute-form target's wins over `Host` (RFC 9112
+ * §3.2.2), for requests and upgrades alike, so a request can never be routed by one name and checked
+ * or forwarded under another. `host`: the `:authority` or `Host` the request carries.
+ */
+export function routingAuthority(url: string, host: string): string {
+  if (url.charCodeAt(0) === SLASH) return host;
+  return splitAbsoluteForm(url)?.authority ?? host;
+}
+
 export function normalizePath(rawTarget: string): NormalizedPath {
   if (rawTarget.length === 0) return fail('empty request target');
   if (rawTarget.charCodeAt(0) !== SLASH) {

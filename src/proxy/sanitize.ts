@@ -3,6 +3,14 @@
  * parsers already answer 400 to both Content-Length and Transfer-Encoding, repeated Content-Length,
  * obs-fold, bare CR/LF, NUL and bad chunk sizes; what they let through and this rejects:
  *
+ * - on an HTTP/1 connection, any version but 1.0 and 1.1 (505): llhttp accepts `HTTP/2.0` and
+ *   `HTTP/0.9` request lines, and a request that claimed 2.0 would skip every HTTP/1 check below;
+ *   whether a request is HTTP/2 is decided by the connection it came on (its compat stream), never
+ *   by the version it states;
+ * - HTTP/1.0 with `Transfer-Encoding` (RFC 9112 §6.1: the framing is faulty; 400);
+ * - a body on an upgrade or a CONNECT (`Content-Length` other than 0, or any `Transfer-Encoding`):
+ *   the bytes after the head become the tunnel's, so an upstream would read the body as a second
+ *   request, or wait for one that never comes;
  * - more than one `Host` line (Node keeps the first and drops the rest, so two hops could route one
  *   request by different names);
  * - a `Host` with userinfo (`user@host`: not a valid Host, and a classic filter-bypass spelling);
@@ -15,15 +23,27 @@
 import type { DownstreamRequest } from './errors.js';
 
 export interface RequestProblem {
-  readonly status: 400 | 501;
+  readonly status: 400 | 501 | 505;
   readonly reason: string;
+}
+
+/** The request came on an HTTP/2 stream (whatever version an HTTP/1 request line may claim). */
+export function overHttp2(req: DownstreamRequest): boolean {
+  return (req as { stream?: unknown }).stream !== undefined;
+}
+
+/** The local answer (errors.ts) for a problem's status. */
+export function problemCode(problem: RequestProblem): 'BAD_REQUEST' | 'NOT_IMPLEMENTED' | 'HTTP_VERSION_NOT_SUPPORTED' {
+  return problem.status === 501 ? 'NOT_IMPLEMENTED' : problem.status === 505 ? 'HTTP_VERSION_NOT_SUPPORTED' : 'BAD_REQUEST';
 }
 
 export function requestProblem(req: DownstreamRequest): RequestProblem | undefined {
   const headers = req.headers;
+  const http2 = overHttp2(req);
+  if (!http2 && (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1)) return { status: 505, reason: `HTTP/${req.httpVersion} on an HTTP/1 connection` };
   const host = headers.host;
   if (host !== undefined && host.includes('@')) return { status: 400, reason: 'userinfo in Host' };
-  if (req.httpVersionMajor === 2) {
+  if (http2) {
     const authority = headers[':authority'];
     if (host !== undefined && typeof authority === 'string' && authority.toLowerCase() !== host.toLowerCase()) {
       return { status: 400, reason: 'Host and :authority differ' };
@@ -37,6 +57,13 @@ export function requestProblem(req: DownstreamRequest): RequestProblem | undefin
     if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return { status: 400, reason: 'more than one Host header' };
   }
   const te = headers['transfer-encoding'];
-  if (te !== undefined && te.trim().toLowerCase() !== 'chunked') return { status: 501, reason: `unsupported transfer coding "${te}"` };
+  if (te !== undefined) {
+    if (req.httpVersionMinor === 0) return { status: 400, reason: 'Transfer-Encoding in an HTTP/1.0 request' };
+    if (te.trim().toLowerCase() !== 'chunked') return { status: 501, reason: `unsupported transfer coding "${te}"` };
+  }
+  if (headers.upgrade !== undefined || req.method === 'CONNECT') {
+    const length = headers['content-length'];
+    if (te !== undefined || (length !== undefined && Number(length) !== 0)) return { status: 400, reason: `a body on ${req.method === 'CONNECT' ? 'a CONNECT' : 'an upgrade'} request` };
+  }
   return undefined;
 }

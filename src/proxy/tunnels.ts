@@ -28,10 +28,10 @@ import { Exchange, type ExchangeObserver } from './exchange.js';
 import { EMPTY_CHAIN } from './filters.js';
 import { failureKind } from './forward.js';
 import { applyHeaderOps, clientAddress, upstreamHeaders } from './headers.js';
-import { MAX_URL_LENGTH, normalizePath, type NormalizedPath } from './path.js';
+import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
 import { protocolOf, type RouteTable } from './routes.js';
-import { requestProblem } from './sanitize.js';
+import { problemCode, requestProblem } from './sanitize.js';
 import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
 import { proxyWebSocket } from './websocket.js';
@@ -139,7 +139,7 @@ export class Tunnels {
     const ex = new Exchange(
       req, new http.ServerResponse(req), requestId,
       norm.ok ? norm.path : url, norm.ok ? norm.query : '',
-      kind === 'connect' ? url : req.headers.host ?? '',
+      kind === 'connect' ? url : routingAuthority(url, req.headers.host ?? ''),
       req.socket?.remoteAddress ?? '', deps.clock.now(), deps.clock, this.observer,
     );
     ex.tunnel = new Tunnel(kind);
@@ -150,7 +150,7 @@ export class Tunnels {
     socket.once('close', () => this.end(ex));
     if (overload?.shed()) return void this.refuse(ex, socket, 'OVERLOADED');
     const problem = requestProblem(req);
-    if (problem) return void this.refuse(ex, socket, problem.status === 501 ? 'NOT_IMPLEMENTED' : 'BAD_REQUEST', `bad request: ${problem.reason}`, problem.status);
+    if (problem) return void this.refuse(ex, socket, problemCode(problem), `${ERRORS[problemCode(problem)].message}: ${problem.reason}`);
     if (url.length > MAX_URL_LENGTH) return void this.refuse(ex, socket, 'URI_TOO_LONG');
     if (!norm.ok) return void this.refuse(ex, socket, 'BAD_REQUEST', `bad request: ${norm.reason}`);
     return ex;

@@ -6,7 +6,7 @@ import t from 'tap';
 import type { DownstreamRequest } from '../../src/proxy/errors.js';
 import { requestProblem } from '../../src/proxy/sanitize.js';
 
-function h1(raw: string[]): DownstreamRequest {
+function h1(raw: string[], version = '1.1', method = 'GET'): DownstreamRequest {
   const headers: Record<string, string> = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -14,11 +14,13 @@ function h1(raw: string[]): DownstreamRequest {
     if (name === 'host' && headers.host !== undefined) continue;
     headers[name] = headers[name] === undefined ? raw[i + 1]! : `${headers[name]}, ${raw[i + 1]!}`;
   }
-  return { httpVersionMajor: 1, headers, rawHeaders: raw } as unknown as DownstreamRequest;
+  const [major, minor] = version.split('.').map(Number);
+  return { httpVersion: version, httpVersionMajor: major, httpVersionMinor: minor, method, headers, rawHeaders: raw } as unknown as DownstreamRequest;
 }
 
 function h2(headers: Record<string, string>): DownstreamRequest {
-  return { httpVersionMajor: 2, headers, rawHeaders: Object.entries(headers).flat() } as unknown as DownstreamRequest;
+  // Over HTTP/2 the request has its stream; the version alone proves nothing.
+  return { httpVersion: '2.0', httpVersionMajor: 2, httpVersionMinor: 0, stream: {}, headers, rawHeaders: Object.entries(headers).flat() } as unknown as DownstreamRequest;
 }
 
 const cases: [name: string, req: DownstreamRequest, problem: string | undefined, status?: number][] = [
@@ -37,6 +39,16 @@ const cases: [name: string, req: DownstreamRequest, problem: string | undefined,
   ['HTTP/2, the same in both', h2({ ':authority': 'a.example', host: 'A.EXAMPLE' }), undefined],
   ['HTTP/2, different', h2({ ':authority': 'a.example', host: 'b.example' }), 'Host and :authority differ', 400],
   ['HTTP/2, userinfo in host', h2({ ':authority': 'a.example', host: 'u@a.example' }), 'userinfo in Host', 400],
+  ['HTTP/1.0', h1(['Host', 'a'], '1.0'), undefined],
+  ['"HTTP/2.0" in an HTTP/1 request line', h1(['Host', 'a', 'Host', 'b'], '2.0'), 'HTTP/2.0 on an HTTP/1 connection', 505],
+  ['"HTTP/0.9" in an HTTP/1 request line', h1(['Host', 'a'], '0.9'), 'HTTP/0.9 on an HTTP/1 connection', 505],
+  ['"HTTP/1.2"', h1(['Host', 'a'], '1.2'), 'HTTP/1.2 on an HTTP/1 connection', 505],
+  ['HTTP/1.0 with Transfer-Encoding', h1(['Host', 'a', 'Transfer-Encoding', 'chunked'], '1.0'), 'Transfer-Encoding in an HTTP/1.0 request', 400],
+  ['an upgrade without a body', h1(['Host', 'a', 'Upgrade', 'websocket', 'Content-Length', '0']), undefined],
+  ['an upgrade with Content-Length', h1(['Host', 'a', 'Upgrade', 'websocket', 'Content-Length', '5']), 'a body on an upgrade request', 400],
+  ['an upgrade with Transfer-Encoding', h1(['Host', 'a', 'Upgrade', 'websocket', 'Transfer-Encoding', 'chunked']), 'a body on an upgrade request', 400],
+  ['a CONNECT with Content-Length', h1(['Host', 'a:1', 'Content-Length', '1'], '1.1', 'CONNECT'), 'a body on a CONNECT request', 400],
+  ['a POST with a body', h1(['Host', 'a', 'Content-Length', '5'], '1.1', 'POST'), undefined],
 ];
 
 for (const [name, req, reason, status] of cases) {
