@@ -1,9 +1,16 @@
 /**
  * A protobuf reader over one message's bytes, for the messages decoded on hot paths (the RLS
- * service's requests, its answers to the proxy, ext_authz answers): varints (up to 2^53; int64 and
- * int32 exactly, negatives included), length-delimited fields as views, and skipping of every field
- * it does not know (wire types 0, 1, 2, 5), as protobuf decoders do. Malformed input (a truncated
- * field, a varint over ten bytes, wire types 3, 4, 6, 7) throws `ProtoError`.
+ * service's requests, its answers to the proxy, ext_authz answers): varints, length-delimited fields
+ * as views, and skipping of every field it does not know (wire types 0, 1, 2, 5), as protobuf decoders
+ * do. Malformed input (a truncated field, a varint over ten bytes, wire types 3, 4, 6, 7) throws
+ * `ProtoError`.
+ *
+ * Varints are exact or refused, never rounded: `varint()` (keys, lengths, small unsigned numbers)
+ * throws `ProtoError` for a value above 2^53 - 1, the largest a JavaScript number holds exactly; the
+ * typed readers take all 64 bits as protobufjs does (bits past 64 of a ten-byte varint dropped):
+ * `int64()` / `uint64()` as exact decimal text, `int32()` / `uint32()` as the low 32 bits (a negative
+ * int32 is a ten-byte varint on the wire); skipping an unknown varint field never looks at its value.
+ * Tested against protobufjs on random 64-bit values (test/grpc/proto-reader.test.ts).
  */
 export class ProtoError extends Error {
   override name = 'ProtoError';
@@ -27,7 +34,18 @@ export class ProtoReader {
     return this.pos >= this.end;
   }
 
+  /** A varint up to 2^53 - 1 (keys, lengths, enums, small unsigned numbers); a larger one is a ProtoError. */
   varint(): number {
+    const value = this.scan();
+    if (value > Number.MAX_SAFE_INTEGER) throw new ProtoError('varint above 2^53 - 1 where a smaller number was expected (read 64-bit fields with int64 or uint64)');
+    return value;
+  }
+
+  /**
+   * Read a varint's bytes; its value as a number, exact up to 2^53 - 1 (above it, rounded: enough to
+   * tell that `exact` is needed, since rounding never brings a value of 2^53 or more below it).
+   */
+  private scan(): number {
     let value = 0;
     let scale = 1;
     for (let i = 0; i < 10; i++) {
@@ -43,15 +61,29 @@ export class ProtoReader {
   /** An int64 as proto-loader gives it with `longs: String`: its decimal text. */
   int64(): string {
     const start = this.pos;
-    const v = this.varint();
+    const v = this.scan();
     return v <= Number.MAX_SAFE_INTEGER ? String(v) : BigInt.asIntN(64, this.exact(start)).toString();
   }
 
-  /** An int32 (a negative one is sign-extended to ten bytes on the wire). */
+  /** A uint64 as proto-loader gives it with `longs: String`: its decimal text. */
+  uint64(): string {
+    const start = this.pos;
+    const v = this.scan();
+    return v <= Number.MAX_SAFE_INTEGER ? String(v) : BigInt.asUintN(64, this.exact(start)).toString();
+  }
+
+  /** An int32 (a negative one is sign-extended to ten bytes on the wire): the varint's low 32 bits, signed. */
   int32(): number {
     const start = this.pos;
-    const v = this.varint();
+    const v = this.scan();
     return v < 0x80000000 ? v : Number(BigInt.asIntN(32, this.exact(start)));
+  }
+
+  /** A uint32: the varint's low 32 bits, as protobufjs reads it. */
+  uint32(): number {
+    const start = this.pos;
+    const v = this.scan();
+    return v <= Number.MAX_SAFE_INTEGER ? v >>> 0 : Number(BigInt.asUintN(32, this.exact(start)));
   }
 
   /** The varint at `start` (already read once, so well formed) as an exact BigInt. */
@@ -99,7 +131,7 @@ export class ProtoReader {
     const wire = key % 8;
     switch (wire) {
       case 0:
-        this.varint();
+        this.scan(); // any 64-bit value: an unknown field's value is not ours to judge
         return;
       case 1:
         this.advance(8);
