@@ -11,9 +11,10 @@
 
 /** The `yaml` library's messages that end in, or embed, text of the file. */
 const YAML_QUOTING: readonly (readonly [RegExp, string])[] = [
+  // Before the next: its text comes before a quoted copy of it (`Not a YAML token: <text>: "<text>"`).
+  [/^Not a YAML token: .*$/s, 'Not a YAML token'],
   // A token the lexer could not place: `Unexpected scalar token in YAML stream: "<its text>"`.
   [/^(.*?): ".*$/s, '$1'],
-  [/^Not a YAML token: .*$/s, 'Not a YAML token'],
   [/^(Unresolved alias \(the anchor must be set before the alias\)|Not a valid tag|Could not resolve tag|Unresolved tag|Block scalar header includes extra characters|Ordered maps must not include duplicate keys|Expected a flow scalar value, but found): .*$/s, '$1'],
   [/^(Unsupported YAML version|Unknown directive|Plain value cannot start with|Invalid escape sequence|Unresolved plain scalar) .*$/s, '$1'],
   [/^Verbatim tags aren't resolved, so .* is invalid\.$/s, "Verbatim tags aren't resolved"],

@@ -156,7 +156,9 @@ for (const workers of [1, 2]) {
 }
 
 t.test('parser messages never quote a secret file (seeded mutations)', async (t) => {
-  const seed = Number(process.env.SECRETS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  // A fixed seed (the first that found a message quoting the file) keeps CI deterministic; set
+  // SECRETS_SEED to explore others.
+  const seed = Number(process.env.SECRETS_SEED ?? 67536846);
   t.comment(`SECRETS_SEED=${seed}`);
   let a = seed >>> 0;
   const rnd = (): number => {
