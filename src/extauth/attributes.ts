@@ -13,6 +13,7 @@
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
 import type { Exchange } from '../proxy/exchange.js';
+import { strippedAtEdge } from '../proxy/headers.js';
 import { wellFormed, wireString, utf8Body } from './utf8.js';
 
 /** What a check sends of the body. */
@@ -95,7 +96,7 @@ export function checkView(ex: Exchange, stripPrefixes: readonly string[]): Check
     // A client must not be able to tell the auth server the body was (not) cut.
     if (name === PARTIAL_BODY_HEADER) continue;
     // Behind the edge (a standalone sidecar), the ingress already stripped them.
-    if (!sidecar && hasPrefix(name, stripPrefixes)) continue;
+    if (!sidecar && strippedAtEdge(name, stripPrefixes)) continue;
     if (name === 'te' && !/\btrailers\b/i.test(raw[i + 1]!)) continue;
     const value = wireString(raw[i + 1]!);
     const prior = headers[name];
@@ -115,11 +116,6 @@ export function checkView(ex: Exchange, stripPrefixes: readonly string[]): Check
   const xff = headers['x-forwarded-for'];
   headers['x-forwarded-for'] = xff ? `${xff}, ${ex.peer}` : ex.peer;
   return { scheme, headers };
-}
-
-function hasPrefix(name: string, prefixes: readonly string[]): boolean {
-  for (const p of prefixes) if (name.startsWith(p)) return true;
-  return false;
 }
 
 /** The `CheckRequest` as a plain object (keepCase field names), for encode.ts. */

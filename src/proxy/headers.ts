@@ -1,7 +1,7 @@
 /**
  * Header rewriting at each hop: hop-by-hop headers removed (RFC 9110 §7.6.1, plus every name the
- * `Connection` header lists), client-supplied `x-envoy-*` and vendor (`x-svc-*`) headers stripped at
- * the edge, `x-forwarded-for` / `x-forwarded-proto` / `x-request-id` set, the Host chosen by the
+ * `Connection` header lists), client-supplied `x-envoy-*`, vendor (`x-svc-*`) and
+ * `x-forwarded-client-cert` headers stripped at the edge (with their underscore spellings), `x-forwarded-for` / `x-forwarded-proto` / `x-request-id` set, the Host chosen by the
  * route. One pass over the incoming headers, one object out; no failure modes.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
@@ -29,7 +29,7 @@ export interface UpstreamHeaderOptions {
   /** `http` or `https`: the scheme the client used (edge), or the one already forwarded (inner hops). */
   proto: string;
   requestId: string;
-  /** At the edge: strip client-supplied `x-envoy-*` and `x-<vendor>-*`. */
+  /** At the edge: strip client-supplied `x-envoy-*` and `x-<vendor>-*` (and see `strippedAtEdge`). */
   stripPrefixes?: readonly string[];
   /** Keep `te: trailers` (HTTP/2 and gRPC upstreams need it). */
   keepTeTrailers: boolean;
@@ -53,10 +53,29 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
   return out;
 }
 
-function hasStrippedPrefix(name: string, prefixes: readonly string[] | undefined): boolean {
-  if (!prefixes) return false;
+function hasStrippedPrefix(name: string, prefixes: readonly string[]): boolean {
   for (const p of prefixes) if (name.startsWith(p)) return true;
   return false;
+}
+
+/** Headers the proxy sets for the app (or appends to), spelled with dashes. */
+const SET_BY_PROXY = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-forwarded-client-cert']);
+
+/**
+ * A client-sent header (lower-case name) the edge removes: `x-envoy-*` and the vendor's `x-svc-*`;
+ * `x-forwarded-client-cert`, which only the mesh may set; and any name with an underscore that,
+ * spelled with dashes, would be one of those or a header the proxy sets (`x_forwarded_for`,
+ * `x-svc_debug`...). Names with underscores are otherwise forwarded, as Envoy does by default, but
+ * CGI-style servers (PHP, Rack, Django's META, nginx's fastcgi) read `x_forwarded_for` and
+ * `x-forwarded-for` as the same variable, so one must not stand in for the other. Every such name
+ * starts with `x`: other names cost one comparison.
+ */
+export function strippedAtEdge(name: string, prefixes: readonly string[]): boolean {
+  if (name.charCodeAt(0) !== 120 /* 'x' */) return false;
+  if (hasStrippedPrefix(name, prefixes) || name === 'x-forwarded-client-cert') return true;
+  if (!name.includes('_')) return false;
+  const dashed = name.replace(/_/g, '-');
+  return SET_BY_PROXY.has(dashed) || hasStrippedPrefix(dashed, prefixes);
 }
 
 /**
@@ -70,7 +89,7 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, opts: UpstreamHea
     if (name.charCodeAt(0) === 58 /* ':' */) continue;
     if (HOP_BY_HOP.has(name)) continue;
     if (extraHop?.has(name)) continue;
-    if (hasStrippedPrefix(name, opts.stripPrefixes)) continue;
+    if (opts.stripPrefixes !== undefined && strippedAtEdge(name, opts.stripPrefixes)) continue;
     const value = incoming[name];
     if (value === undefined) continue;
     out[name] = value;

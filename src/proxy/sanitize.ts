@@ -8,6 +8,7 @@
  *   whether a request is HTTP/2 is decided by the connection it came on (its compat stream), never
  *   by the version it states;
  * - HTTP/1.0 with `Transfer-Encoding` (RFC 9112 §6.1: the framing is faulty; 400);
+ * - an HTTP/1.1 request without `Host` (RFC 9112 §3.2; 400);
  * - a body on an upgrade or a CONNECT (`Content-Length` other than 0, or any `Transfer-Encoding`):
  *   the bytes after the head become the tunnel's, so an upstream would read the body as a second
  *   request, or wait for one that never comes;
@@ -50,6 +51,9 @@ export function requestProblem(req: DownstreamRequest): RequestProblem | undefin
     }
     return undefined;
   }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (an HTTP/1.0 one is routed by its
+  // absolute-form target if it has one, else it matches no host: 404).
+  if (host === undefined && req.httpVersionMinor === 1) return { status: 400, reason: 'no Host header' };
   const raw = req.rawHeaders;
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {

@@ -27,7 +27,7 @@ import { ERRORS, type ErrorCode } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
 import { EMPTY_CHAIN } from './filters.js';
 import { failureKind } from './forward.js';
-import { applyHeaderOps, clientAddress, upstreamHeaders } from './headers.js';
+import { applyHeaderOps, clientAddress, strippedAtEdge, upstreamHeaders } from './headers.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
 import { protocolOf, type RouteTable } from './routes.js';
@@ -94,7 +94,7 @@ export class Tunnels {
       req.headers['x-request-id'] = ex.requestId;
       const strip = this.ctx.table().headers.strip;
       for (const name of Object.keys(req.headers)) {
-        if (strip.some((p) => name.startsWith(p))) delete req.headers[name];
+        if (strippedAtEdge(name, strip)) delete req.headers[name];
       }
       this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address));
     });

@@ -25,7 +25,8 @@ function h2(headers: Record<string, string>): DownstreamRequest {
 
 const cases: [name: string, req: DownstreamRequest, problem: string | undefined, status?: number][] = [
   ['one Host', h1(['Host', 'a.example']), undefined],
-  ['no Host', h1([]), undefined],
+  ['no Host', h1([]), 'no Host header', 400],
+  ['no Host on HTTP/1.0', h1([], '1.0'), undefined],
   ['two Host lines', h1(['Host', 'a.example', 'Host', 'b.example']), 'more than one Host header', 400],
   ['two Host lines, same value', h1(['Host', 'a.example', 'host', 'a.example']), 'more than one Host header', 400],
   ['Host among many headers', h1(['Accept', '*/*', 'Host', 'a.example', 'X-Host', 'b', 'Hostx', 'c']), undefined],
