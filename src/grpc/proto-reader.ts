@@ -36,9 +36,34 @@ export class ProtoReader {
 
   /** A varint up to 2^53 - 1 (keys, lengths, enums, small unsigned numbers); a larger one is a ProtoError. */
   varint(): number {
-    const value = this.scan();
-    if (value > Number.MAX_SAFE_INTEGER) throw new ProtoError('varint above 2^53 - 1 where a smaller number was expected (read 64-bit fields with int64 or uint64)');
-    return value;
+    // Up to seven bytes (49 bits, always exact) read here with nothing more to check: keys and
+    // lengths come through here, and a check on every return cost ~3% of a message's decoding
+    // (counted with cachegrind). Longer varints go on in `rest`, which applies the bound.
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 7; i++) {
+      if (this.pos >= this.end) throw new ProtoError('truncated varint');
+      const b = this.buf[this.pos++]!;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) return value;
+      scale *= 128;
+    }
+    return this.rest(value, scale);
+  }
+
+  /** Bytes 8 to 10 of a varint read by `varint`, and its bound. */
+  private rest(value: number, scale: number): number {
+    for (let i = 7; i < 10; i++) {
+      if (this.pos >= this.end) throw new ProtoError('truncated varint');
+      const b = this.buf[this.pos++]!;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) {
+        if (value > Number.MAX_SAFE_INTEGER) throw new ProtoError('varint above 2^53 - 1 where a smaller number was expected (read 64-bit fields with int64 or uint64)');
+        return value;
+      }
+      scale *= 128;
+    }
+    throw new ProtoError('varint longer than 10 bytes');
   }
 
   /**
