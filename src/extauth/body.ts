@@ -12,8 +12,13 @@
  * 'readable'): node:http2's compat request (Http2ServerRequest) pauses its Http2Stream on `pause()`
  * and restarts it only on `resume()` or a fresh `_read`, and a request paused while waiting for bytes
  * has its `_read` pending already, so a reader that only calls `read()` waits forever (issue 25 #9).
+ *
+ * A body the client cut never replays as whole: cut during this read ('aborted', 'close' or 'error'
+ * before 'end', or an 'end' after a reset: node:http2's compat request ends then too, body-cut.ts),
+ * the replay gives what arrived and then fails; cut later, the rest fails it the same way.
  */
 import { Readable } from 'node:stream';
+import { bodyCut } from '../proxy/body-cut.js';
 import type { Clock, Timer } from '../deps.js';
 
 export interface IdleLimit {
@@ -30,46 +35,51 @@ export interface BodyPrefix {
   readonly replay: Readable;
 }
 
+/** How the read stopped: the body ended whole, more is to come (limit, idle), or the client cut it. */
+type Stop = 'end' | 'more' | 'cut';
+
 export function readBodyPrefix(source: Readable, limit: number, idle?: IdleLimit): Promise<BodyPrefix> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let total = 0;
     let done = false;
     let timer: Timer | undefined;
-    const finish = (ended: boolean): void => {
+    const finish = (stop: Stop): void => {
       if (done) return;
       done = true;
       if (timer !== undefined) idle?.clock.clearTimeout(timer);
       source.off('data', onData);
       source.off('end', onEnd);
-      source.off('error', onEnd);
-      source.off('aborted', onEnd);
-      source.off('close', onEnd);
-      if (!ended) source.pause();
+      source.off('error', onCut);
+      source.off('aborted', onCut);
+      source.off('close', onCut);
+      if (stop === 'more') source.pause();
       const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
       resolve({
         bytes: all.length > limit ? all.subarray(0, limit) : all,
-        partial: !ended || total > limit,
-        replay: replayStream(chunks, ended ? undefined : source),
+        partial: stop !== 'end' || total > limit,
+        replay: replayStream(chunks, stop === 'more' ? source : undefined, stop === 'cut'),
       });
     };
     const onData = (chunk: Buffer | string): void => {
       const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       chunks.push(b);
       total += b.length;
-      if (total > limit) return finish(false);
+      if (total > limit) return finish('more');
       if (idle) {
         if (timer !== undefined) idle.clock.clearTimeout(timer);
-        timer = idle.clock.setTimeout(() => finish(false), idle.ms);
+        timer = idle.clock.setTimeout(() => finish('more'), idle.ms);
       }
     };
-    const onEnd = (): void => finish(true);
-    if (source.readableEnded) return finish(true);
+    const onEnd = (): void => finish(bodyCut(source) ? 'cut' : 'end');
+    // A client that goes away ends the read with what arrived (the check is not made for it).
+    const onCut = (): void => finish('cut');
+    if (source.readableEnded) return onEnd();
     source.on('data', onData);
     source.once('end', onEnd);
-    source.once('error', onEnd);
-    source.once('aborted', onEnd);
-    source.once('close', onEnd);
+    source.once('error', onCut);
+    source.once('aborted', onCut);
+    source.once('close', onCut);
     source.resume();
   });
 }
@@ -77,10 +87,11 @@ export function readBodyPrefix(source: Readable, limit: number, idle?: IdleLimit
 /**
  * The buffered chunks, then the paused `rest` as it arrives: the reader's demand (`_read`) resumes
  * the source and a full buffer pauses it again, so at most a high-water mark is held. A source that
- * fails or is aborted (the client reset mid-body) fails the replay, so the upstream request is
- * cancelled rather than ended as if the body were whole.
+ * fails, is aborted or ends cut (the client reset mid-body) fails the replay, and so does `cut` (the
+ * body was cut while the prefix was read), so the upstream request is cancelled rather than ended
+ * as if the body were whole.
  */
-function replayStream(chunks: readonly Buffer[], rest: Readable | undefined): Readable {
+function replayStream(chunks: readonly Buffer[], rest: Readable | undefined, cut: boolean): Readable {
   const out = new Readable({
     read: () => {
       rest?.resume();
@@ -95,6 +106,10 @@ function replayStream(chunks: readonly Buffer[], rest: Readable | undefined): Re
   // node:http2's requests do, an error nobody listens for is not thrown; readers attach their own.
   out.on('error', ignore);
   for (const chunk of chunks) out.push(chunk);
+  if (cut) {
+    out.destroy(new Error('the request body was cut by the client'));
+    return out;
+  }
   if (!rest) {
     out.push(null);
     return out;
@@ -104,7 +119,8 @@ function replayStream(chunks: readonly Buffer[], rest: Readable | undefined): Re
   };
   const onEnd = (): void => {
     detach();
-    out.push(null);
+    if (bodyCut(rest)) out.destroy(new Error('the request body was cut by the client'));
+    else out.push(null);
   };
   const onError = (err: Error): void => {
     out.destroy(err);

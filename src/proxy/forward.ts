@@ -3,7 +3,9 @@
  * buffered whole. HTTP/1.1 upstreams go through our own connection pool (src/http1/); HTTP/2 and gRPC
  * upstreams through a `node:http2` stream, so trailers (gRPC status) reach the client. An upstream that
  * fails before response headers gets the 503 of DESIGN §6 (504 once the timeout fired); after headers
- * the downstream stream is reset, since no other answer is possible.
+ * the downstream stream is reset, since no other answer is possible. A request body the client cut
+ * reaches the upstream cut, never framed as whole: its h2 stream is reset without END_STREAM, and the
+ * HTTP/1.1 pool sees the body fail (no terminating chunk; the connection is closed).
  */
 import http2 from 'node:http2';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -13,6 +15,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
 import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
 import type { FailureKind } from '../retry/policy.js';
+import { bodyCut } from './body-cut.js';
 
 const { HTTP2_HEADER_STATUS } = http2.constants;
 
@@ -157,6 +160,38 @@ class ResponseHandler implements UpstreamHandler {
   }
 }
 
+/**
+ * Cancel an upstream HTTP/2 stream without passing a cut body on as whole. node:http2's
+ * `close(code)` ends a stream whose request body is still open first (an empty DATA frame with
+ * END_STREAM, then RST_STREAM), so the upstream would read the body it has as complete;
+ * `destroy()` sends RST_STREAM alone, with NO_ERROR, as Envoy resets upstream streams. Once our side
+ * ended (the body went whole), CANCEL says more.
+ */
+function resetUpstream(stream: http2.ClientHttp2Stream): void {
+  if (stream.destroyed) return;
+  if (stream.writableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
+  else stream.destroy();
+}
+
+/**
+ * Stream the request body upstream, ending the stream (END_STREAM) only for a body that really
+ * ended: pipe() would end it at the source's 'end', which node:http2's compat request also emits
+ * after its client reset it mid-upload (body-cut.ts). `req` is the downstream request, also when
+ * `source` replays it (ext_authz, retries). The cost: one listener per request with a body.
+ */
+export function sendBody(source: Readable, stream: http2.ClientHttp2Stream, req: Readable): void {
+  const end = (): void => {
+    if (bodyCut(req)) resetUpstream(stream);
+    else stream.end();
+  };
+  if (source.readableEnded) return end();
+  // Failed before anyone listened (a replay of a body cut during the check): no event will come.
+  if (source.destroyed) return resetUpstream(stream);
+  source.pipe(stream, { end: false });
+  source.once('end', end);
+  source.on('error', () => resetUpstream(stream));
+}
+
 function hasAny(record: object): boolean {
   for (const _ in record) return true;
   return false;
@@ -197,21 +232,15 @@ export function forwardHttp2(
   }
   /** This attempt was replaced by a retry: ignore everything it still reports. */
   let dropped = false;
-  exchange.abortUpstream = () => {
-    if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
-  };
-  if (withBody) {
-    const source = exchange.bodyOverride ?? (req as Readable);
-    source.pipe(stream);
-    source.on('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
-  }
+  exchange.abortUpstream = () => resetUpstream(stream);
+  if (withBody) sendBody(exchange.bodyOverride ?? (req as Readable), stream, req as Readable);
   const res = exchange.res;
   stream.on('response', (upstreamHeaders, flags) => {
     if (exchange.isFinished) return;
     const status = Number(upstreamHeaders[HTTP2_HEADER_STATUS]) || 502;
     if (!hooks.onResponse(exchange, status, upstreamHeaders as Record<string, string>)) {
       dropped = true;
-      stream.close(http2.constants.NGHTTP2_CANCEL);
+      resetUpstream(stream);
       return;
     }
     const out = downstreamResponseHeaders(upstreamHeaders as Record<string, string>);

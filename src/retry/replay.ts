@@ -3,9 +3,12 @@
  * a fresh stream. The first 64 KiB are kept so a retry can send them again; once the body grows past
  * that, the kept bytes are dropped and the request can no longer be retried (DESIGN §7). Backpressure
  * passes through: the client is read only as fast as the current attempt consumes. An attempt's
- * stream being destroyed (the upstream failed) never destroys the client's request.
+ * stream being destroyed (the upstream failed) never destroys the client's request. A body the
+ * client cut fails the attempt's stream instead of ending it, so no attempt sends it as whole:
+ * node:http2's compat request ends ('end') after a reset too, hence the check there (body-cut.ts).
  */
 import { Readable } from 'node:stream';
+import { bodyCut } from '../proxy/body-cut.js';
 
 export const REPLAY_LIMIT = 64 * 1024;
 
@@ -48,7 +51,11 @@ export class ReplayableBody {
   private attach(): void {
     if (this.attached) return;
     this.attached = true;
-    this.source.on('data', (chunk: Buffer) => {
+    const source = this.source;
+    // Read or failed before this first attempt (nothing does either): no event will come, and the
+    // bytes are not ours to send.
+    if (source.readableEnded || source.destroyed) return this.fail(source.errored ?? new Error('the request body was over before it was read'));
+    source.on('data', (chunk: Buffer) => {
       if (this.replayable) {
         if (this.size + chunk.length <= this.limit) {
           this.chunks.push(chunk);
@@ -59,17 +66,23 @@ export class ReplayableBody {
         }
       }
       const current = this.current;
-      if (current && !current.destroyed && !current.push(chunk)) this.source.pause();
+      if (current && !current.destroyed && !current.push(chunk)) source.pause();
     });
-    this.source.once('end', () => {
-      this.ended = true;
-      const current = this.current;
-      if (current && !current.destroyed) current.push(null);
-    });
-    this.source.once('error', (err: Error) => {
-      this.failed = err;
-      this.replayable = false;
-      this.current?.destroy(err);
-    });
+    source.once('end', () => this.end());
+    source.once('error', (err: Error) => this.fail(err));
+  }
+
+  private end(): void {
+    if (bodyCut(this.source)) return this.fail(new Error('the request body was cut by the client'));
+    this.ended = true;
+    const current = this.current;
+    if (current && !current.destroyed) current.push(null);
+  }
+
+  private fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = err;
+    this.replayable = false;
+    this.current?.destroy(err);
   }
 }
