@@ -1,6 +1,7 @@
 /**
  * A seeded raw-frame fuzz test of the HTTP/2 code of src/grpc/ (the seed is printed first and with
- * every failure; FUZZ_SEED=n replays, FUZZ_CASES=n runs longer). A raw peer on a loopback socket
+ * every failure; FUZZ_SEED=n replays, FUZZ_CASES=n runs longer, FUZZ_DEBUG=n prints case n's frames to
+ * the client). A raw peer on a loopback socket
  * (./fixtures.ts) sends generated and mutated frames: valid ones (SETTINGS, PING, WINDOW_UPDATE,
  * HEADERS with CONTINUATION, DATA with padding, RST_STREAM, PRIORITY, GOAWAY), and truncated frames,
  * wrong lengths, bad padding, unknown types, frames on stream 0, on closed, idle and huge stream ids,

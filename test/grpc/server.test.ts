@@ -33,12 +33,18 @@ async function serve(t: TapLike, method: UnaryMethod, maxMessageBytes = 1024) {
 async function gated(t: TapLike, waits: (req: Buffer) => boolean = () => true, maxMessageBytes?: number) {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
+  let entered!: () => void;
+  /** Resolved when the first call that waits has reached the method. */
+  const arrived = new Promise<void>((r) => (entered = r));
   t.teardown(() => release());
   const served = await serve(t, async (req) => {
-    if (waits(req)) await gate;
+    if (waits(req)) {
+      entered();
+      await gate;
+    }
     return req;
   }, maxMessageBytes);
-  return { ...served, release };
+  return { ...served, release, arrived };
 }
 
 function grpcClient(t: TapLike, port: number) {
@@ -115,11 +121,11 @@ t.test('what a gRPC client never sends', async (t) => {
 });
 
 t.test('close: a call in flight is answered, then the server stops', async (t) => {
-  const { server, port, release } = await gated(t);
+  const { server, port, release, arrived } = await gated(t);
   const ch = new UnaryChannel({ host: '127.0.0.1', port, tls: false, maxResponseBytes: 1024, clock: systemClock });
   t.teardown(() => ch.close());
   const pending = ch.call(PATH, Buffer.from('late'), 5000);
-  await new Promise((r) => setTimeout(r, 50));
+  await arrived;
   const closed = server.close(5000);
   release();
   const r = await pending;
@@ -206,9 +212,21 @@ async function rawClient(t: TapLike, port: number, preface = true) {
     socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
     send(0x4, 0, 0);
   }
-  const until = async (what: string, ok: () => boolean, ms = 3000): Promise<void> => {
-    for (const end = Date.now() + ms; !ok(); await new Promise((r) => setTimeout(r, 5))) if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-  };
+  /** Resolves once `ok()` holds, checked as frames arrive (no timer: a load-bearing machine only makes it later); fails if the connection closes first. */
+  const until = (what: string, ok: () => boolean): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!ok() && !closed) return;
+        socket.off('data', check);
+        socket.off('close', check);
+        if (ok()) resolve();
+        else reject(new Error(`the connection closed before ${what}`));
+      };
+      // Registered after the frame reader's own listeners: the frames of a read are collected first.
+      socket.on('data', check);
+      socket.on('close', check);
+      check();
+    });
   const goAwayCode = (): number | undefined => frames.find((f) => f.type === 0x7)?.payload.readUInt32BE(4);
   return { socket, frames, send, until, closed: () => closed, goAwayCode };
 }
@@ -330,7 +348,7 @@ t.test('requests held at once on a connection are bounded', async (t) => {
     c.send(0x1, 0x4, id, CALL_HEADERS);
     sendBody(id, id === 5 ? (4 << 20) + (512 << 10) : 6 << 20);
   }
-  await c.until('the third call\'s answer', () => c.frames.some((f) => f.id === 5 && f.type === 0x1), 10_000);
+  await c.until('the third call\'s answer', () => c.frames.some((f) => f.id === 5 && f.type === 0x1));
   const third = c.frames.find((f) => f.id === 5 && f.type === 0x1)!;
   const fields = new Map<string, string>();
   new HpackDecoder().decode(third.payload, (n, v) => fields.set(n, v));
@@ -359,7 +377,7 @@ t.test('close while a large answer waits in the socket for a slow reader: all of
   const closed = server.close(5000);
   await new Promise((r) => setTimeout(r, 100));
   c.socket.resume();
-  await c.until('close', c.closed, 5000);
+  await c.until('close', c.closed);
   await closed;
   const body = c.frames.filter((f) => f.id === 1 && f.type === 0x0).reduce((n, f) => n + f.payload.length, 0);
   t.equal(body, (6 << 20) + 5, 'all 6 MiB and the message prefix');

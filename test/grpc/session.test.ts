@@ -134,14 +134,18 @@ t.test('GOAWAY with streams above its last id: those are sent again on a new con
 /** A raw TCP server that answers the client's preface with `reply`, recording what it got. */
 async function rawPeer(t: TapLike, reply: (socket: net.Socket) => void) {
   const got: Buffer[] = [];
+  let firstClosed!: () => void;
+  /** The first connection's end: everything the client sent on it has been read by then. */
+  const closed = new Promise<void>((r) => (firstClosed = r));
   const server = net.createServer((socket) => {
     socket.on('data', (d) => got.push(d));
     socket.on('error', () => undefined);
+    socket.on('close', () => firstClosed());
     socket.once('data', () => reply(socket));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => server.close());
-  return { port: (server.address() as net.AddressInfo).port, got: () => Buffer.concat(got) };
+  return { port: (server.address() as net.AddressInfo).port, got: () => Buffer.concat(got), closed };
 }
 
 const rawFrame = (type: number, flags: number, id: number, payload: Buffer): Buffer => {
@@ -180,7 +184,7 @@ t.test('a header block that does not decode: COMPRESSION_ERROR, the call fails, 
     t.match(r.message, /header block: index 70/);
     t.equal(r.timeout, false, 'at once, not at the deadline');
   }
-  await sleep(50);
+  await peer.closed;
   t.same(goAwayCodes(peer.got()), [9], 'GOAWAY(COMPRESSION_ERROR) sent');
   await sleep(150); // past the first reconnect backoff
   await ch.call(PATH, Buffer.from('x'), 2000);
@@ -203,6 +207,6 @@ t.test('PUSH_PROMISE while push is off: PROTOCOL_ERROR', async (t) => {
   const ch = channel(t, peer.port);
   const r = await ch.call(PATH, Buffer.from('x'), 2000);
   t.notOk(r.ok);
-  await sleep(50);
+  await peer.closed;
   t.same(goAwayCodes(peer.got()), [1]);
 });
