@@ -4,8 +4,9 @@
  * its request aborted (no terminating chunk, no full Content-Length), an h2 upstream sees its stream
  * reset (no END_STREAM), and the exchange is logged as a client abort (status 0). Every case: both
  * upstream protocols, retries on (the default policy reads the body through the replay buffer) and
- * off, with a Content-Length and without, with and without ext_authz in front; a control upload that
- * ends with END_STREAM shows the upstreams tell a whole body from a cut one.
+ * off, with a Content-Length and without, with and without ext_authz in front, and through an
+ * ingress and a sidecar; a control upload that ends with END_STREAM shows the upstreams tell a whole
+ * body from a cut one.
  *
  * Two faults made h2 upstreams get the cut body as whole (the cases without a Content-Length; with
  * one, node:http2 at the upstream refused the short body itself): the proxy cancelled its upstream
@@ -107,32 +108,45 @@ interface Setup {
   checks: () => number;
 }
 
-async function setup(t: Test, protocol: UpstreamProtocol, retries: Retries, extauth: boolean): Promise<Setup> {
+/**
+ * The upstream, the authorization server when asked, and the plane clients talk to: an ingress in
+ * front of the upstream, or (`sidecar`) an ingress in front of a sidecar in front of it (the
+ * harness's startSidecarBehindIngress, with the ingress's access log kept). `planes`: all of them.
+ */
+async function setup(t: Test, protocol: UpstreamProtocol, retries: Retries, extauth: boolean, via: 'ingress' | 'sidecar' = 'ingress'): Promise<Setup & { planes: StartedPlane[] }> {
   const up = protocol === 'http' ? await http1Upstream(t) : await h2Upstream(t);
   const auth = extauth ? await startGrpcAuth(t, () => allow()) : undefined;
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
-  const plane = await startPlane(
-    t,
-    records({
-      ports: [{ number: 8080, protocol }],
-      replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] },
-      workloadSpec: retries === 'off' ? { requestRetryPolicy: { attempts: 0 } } : {},
-      ...(auth
-        ? {
-            tags: {
-              'svc/externalAuthAddress': '127.0.0.1',
-              'svc/externalAuthPort': auth.port,
-              'svc/externalAuthScheme': 'http',
-              'svc/externalAuthFailureAllow': false,
-            },
-          }
-        : {}),
-    }),
-    { logger },
-  );
+  const location = 'aws-us-east-2';
+  const recs = records({
+    ports: [{ number: 8080, protocol }],
+    replicas: { [location]: [`127.0.0.1:${up.port}`] },
+    workloadSpec: retries === 'off' ? { requestRetryPolicy: { attempts: 0 } } : {},
+    ...(auth
+      ? {
+          tags: {
+            'svc/externalAuthAddress': '127.0.0.1',
+            'svc/externalAuthPort': auth.port,
+            'svc/externalAuthScheme': 'http',
+            'svc/externalAuthFailureAllow': false,
+          },
+        }
+      : {}),
+  });
+  const planes: StartedPlane[] = [];
+  let front = recs;
+  if (via === 'sidecar') {
+    const sidecar = await startPlane(t, recs, { role: 'sidecar', sidecar: { workload: 'shop/api', location, replica: 'api-0', app: `127.0.0.1:${up.port}` } });
+    await sidecar.ready();
+    planes.push(sidecar);
+    const replicas = [{ name: 'api-0', address: `127.0.0.1:${up.port}`, sidecar: `127.0.0.1:${sidecar.port}` }];
+    front = recs.map((r) => (r.kind === 'deployment' ? { ...r, status: { locations: [{ name: location, replicas }] } } : r));
+  }
+  const plane = await startPlane(t, front, { logger, location });
   await plane.ready();
-  return { plane, up, access: () => lines.filter((l) => l.component === 'access'), checks: () => auth?.calls.length ?? 0 };
+  planes.push(plane);
+  return { plane, planes, up, access: () => lines.filter((l) => l.component === 'access'), checks: () => auth?.calls.length ?? 0 };
 }
 
 function uploadHeaders(framing: Framing): [string, string][] {
@@ -207,6 +221,24 @@ for (const [protocol, retries, framing, extauth] of CASES) {
     t.equal(upload.body, FIRST.length + rest.length, 'every byte');
     await waitFor(() => s.plane.runtime.dataplane.requestsInFlight === 0, SETTLE_MS, 'the exchange to be over');
     t.same(s.access().filter((l) => l.path === '/upload').map((l) => l.status), [200], 'logged once, 200');
+  });
+}
+
+// Two hops: the ingress forwards the cut to the sidecar, whose own request is then cut the same way.
+for (const protocol of ['http', 'http2'] as const) {
+  t.test(`an h2 upload cut by RST_STREAM reaches the upstream cut through an ingress and a sidecar: ${protocol} upstream`, async (t) => {
+    const s = await setup(t, protocol, 'default', false, 'sidecar');
+    const client = await startUpload(t, s, 'unknown');
+    const upload = await firstPartArrived(s);
+    stop(client, 'RST_STREAM');
+    await waitFor(() => upload.settled, SETTLE_MS, 'the upstream request to be over');
+    t.equal(upload.complete, false, 'the upstream did not get the cut body as a whole one');
+    t.equal(s.up.uploads.length, 1, 'one upstream request');
+    await waitFor(() => s.planes.every((p) => p.runtime.dataplane.requestsInFlight === 0), SETTLE_MS, 'the exchanges to be over');
+    t.same(s.access().filter((l) => l.path === '/upload').map((l) => l.status), [0], 'the ingress logged a client abort');
+    // Metrics count a client abort as a 499.
+    const sidecarMetrics = await (await fetch(`${s.planes[0]!.adminUrl}/metrics`)).text();
+    t.match(sidecarMetrics, /svcproxy_requests_total\{[^}]*status_class="4xx"[^}]*\} 1\b/, 'the sidecar carried it, and counted a client abort');
   });
 }
 
