@@ -19,11 +19,13 @@
  * RST_STREAM when it overruns an open stream's (padding counts, as the RFC says). We give windows
  * back as DATA arrives, so a peer reaches those bounds only by sending blind; the bound that bites is
  * a stream we reset: its window is never given back, so a peer that goes on sending on it (a
- * cancelled call flooded with DATA) passes what the stream had left and gets GOAWAY(FLOW_CONTROL_ERROR)
- * (the last 1024 reset streams are remembered; older ones count for the connection only). What one connection holds
- * of the peer's bytes is bounded by one frame (16 KiB) of unread input plus one header block (64 KiB:
- * a longer run of CONTINUATION is ENHANCE_YOUR_CALM); a peer that sends PINGs or SETTINGS while it
- * does not read our answers to them (more than 1 MiB waiting in the socket) is ENHANCE_YOUR_CALM.
+ * cancelled call flooded with DATA) passes what the stream had left and gets
+ * GOAWAY(FLOW_CONTROL_ERROR) (the last 1024 reset streams are remembered; older ones count for the
+ * connection only). What one connection holds of the peer's bytes is bounded by one frame (16 KiB) of
+ * unread input plus one header block (64 KiB:
+ * a longer run of CONTINUATION is ENHANCE_YOUR_CALM); a peer that sends 1,000 PINGs or SETTINGS
+ * while our output to it never drains (it does not read their answers) is ENHANCE_YOUR_CALM, as
+ * nghttp2 bounds its queued answers.
  */
 import type { Socket } from 'node:net';
 import { HpackDecoder, HpackError } from './hpack.js';
@@ -81,10 +83,11 @@ export const MAX_HEADER_BLOCK = 64 * 1024;
 export const STREAM_WINDOW = 1 << 20;
 export const CONNECTION_WINDOW = 16 << 20;
 /**
- * Bytes waiting in the socket above which a PING or SETTINGS (each owes an answer) ends the
- * connection: a peer that floods them without reading would otherwise grow our write buffer without end.
+ * PINGs and SETTINGS (each owes an answer) taken while our output never drained: one more ends the
+ * connection, since a peer that floods them without reading would grow our write buffer without end.
+ * A size of the socket's buffer would not do: a large body to a slow reader fills it lawfully.
  */
-export const MAX_UNREAD_ANSWERS = 1 << 20;
+const MAX_ANSWERS_BACKLOGGED = 1000;
 /** Reset streams whose leftover receive window is remembered (the oldest forgotten first). */
 const MAX_RESET_WINDOWS = 1024;
 
@@ -154,6 +157,8 @@ export abstract class H2Connection<S extends StreamBase> {
   private connRecvUnacked = 0;
   /** Streams we reset while the peer may still send: the receive window each had left. */
   private readonly resetWindows = new Map<number, number>();
+  /** PINGs and SETTINGS answered since our output last drained. */
+  private answersBacklogged = 0;
   private inbox: Buffer | undefined;
   private sawSettings = false;
   /** A header block being continued: stream, END_STREAM flag, parts so far. */
@@ -353,7 +358,7 @@ export abstract class H2Connection<S extends StreamBase> {
         if (id !== 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'PING on a stream');
         if (payload.length !== 8) return this.goAway(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
         if (flags & ACK) return this.onPingAck();
-        if (this.socket.writableLength > MAX_UNREAD_ANSWERS) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'PINGs while our answers go unread');
+        if (!this.mayAnswer()) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'PINGs while our answers go unread');
         return this.write(frame(PING, ACK, 0, payload));
       case GOAWAY: {
         if (id !== 0) return this.goAway(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
@@ -395,6 +400,12 @@ export abstract class H2Connection<S extends StreamBase> {
       }
     }
     this.onStreamData(stream, id, data, (flags & END_STREAM) !== 0);
+  }
+
+  /** May one more PING or SETTINGS be answered? Not past MAX_ANSWERS_BACKLOGGED while our output never drained. */
+  private mayAnswer(): boolean {
+    if (this.socket.writableLength === 0) this.answersBacklogged = 0;
+    return ++this.answersBacklogged <= MAX_ANSWERS_BACKLOGGED;
   }
 
   /** Give back a stream's received DATA when enough has arrived. */
@@ -439,7 +450,7 @@ export abstract class H2Connection<S extends StreamBase> {
       return;
     }
     if (payload.length % 6 !== 0) return this.goAway(H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
-    if (this.socket.writableLength > MAX_UNREAD_ANSWERS) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'SETTINGS while our answers go unread');
+    if (!this.mayAnswer()) return this.goAway(H2Error.ENHANCE_YOUR_CALM, 'SETTINGS while our answers go unread');
     this.sawSettings = true;
     for (let at = 0; at < payload.length; at += 6) {
       const key = payload.readUInt16BE(at);

@@ -5,7 +5,8 @@
  * FLOW_CONTROL_ERROR on both sides; an answer's header list past 64 KiB resets that stream only,
  * with HPACK's table kept in step; the peer's SETTINGS_MAX_HEADER_LIST_SIZE is honoured when sending
  * (a request fails locally, a failure's message is left out); DATA on an idle stream is a
- * PROTOCOL_ERROR; a PING flood from a peer that does not read ends the connection.
+ * PROTOCOL_ERROR; a PING flood from a peer that does not read ends the connection, and PINGs to a
+ * slow reader of a large answer do not.
  * Each case waits for the frame it expects or for a PING's ACK that proves the peer carried on.
  */
 import t from 'tap';
@@ -214,4 +215,25 @@ t.test('server: PINGs from a client that does not read its answers end the conne
   if (!c.closed) c.socket.destroy();
   await c.whenClosed;
   t.ok(sent < 64 << 20, `the server closed the connection after ${(sent / 2 ** 20).toFixed(1)} MiB of PINGs`);
+});
+
+t.test('server: PINGs from a slow reader of a large answer are answered, the answer arrives whole', async (t) => {
+  const big = Buffer.alloc(32 << 20, 0x62);
+  const s = await startUnaryServer({ host: '127.0.0.1', port: 0, methods: new Map([[PATH, async () => big]]), maxMessageBytes: 1024 });
+  t.teardown(() => s.close(100));
+  const c = await rawClient(t, s.address.port);
+  // Windows wide enough for the whole answer: it backs up in the server's socket, not in flow control.
+  c.send(settingsFrame([[4, 2 ** 31 - 1]]), rawFrame(T.WINDOW_UPDATE, 0, 0, Buffer.from([0x7f, 0xff, 0, 0])));
+  c.send(rawFrame(T.HEADERS, F.END_HEADERS, 1, request(PATH)), rawFrame(T.DATA, F.END_STREAM, 1, Buffer.from([0, 0, 0, 0, 1, 0x78])));
+  await c.next((f) => f.type === T.HEADERS && f.id === 1);
+  c.socket.pause(); // the answer has begun: most of its 32 MiB now waits in the server's socket
+  for (let i = 0; i < 20; i++) c.send(rawFrame(T.PING, 0, 0, Buffer.from(`ping${String(i).padStart(4, '0')}`)));
+  c.socket.resume();
+  let acks = 0;
+  const end = await c.next((f) => f.type === T.GOAWAY || (f.type === T.PING && (f.flags & F.ACK) !== 0 && ++acks === 20));
+  t.equal(end?.type, T.PING, 'all 20 PINGs answered, no GOAWAY');
+  const trailers = await c.next((f) => f.type === T.HEADERS && f.id === 1 && (f.flags & F.END_STREAM) !== 0);
+  const body = c.frames.filter((f) => f.type === T.DATA && f.id === 1).reduce((n, f) => n + f.payload.length, 0);
+  t.ok(trailers, 'the answer ended with its trailers');
+  t.equal(body, big.length + 5, 'the whole answer');
 });
