@@ -19,6 +19,8 @@ export const ERRORS = {
     message: 'upstream connect error or disconnect/reset before headers',
     grpc: 14,
   },
+  // Envoy's answer when the upstream's bytes break the protocol (`UPE`, reset reason protocol_error).
+  UPSTREAM_PROTOCOL_ERROR: { status: 502, message: 'upstream protocol error', grpc: 14 },
   UPSTREAM_TIMEOUT: { status: 504, message: 'upstream request timeout', grpc: 4 /* DEADLINE_EXCEEDED */ },
   AUTH_DENIED: { status: 403, message: 'denied by external authorization', grpc: 7 },
   AUTH_FAILED: { status: 403, message: 'external authorization failed', grpc: 7 },

@@ -79,7 +79,7 @@ function failBeforeHeaders(exchange: Exchange, err: Error, hooks: ForwardHooks, 
     return;
   }
   if (!exchange.timedOut && hooks.onFailure(exchange, failureKind(err, rstCode))) return;
-  exchange.reply({ code: exchange.timedOut ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_RESET' });
+  exchange.reply({ code: exchange.timedOut ? 'UPSTREAM_TIMEOUT' : (err as { code?: string }).code === 'UPSTREAM_PROTOCOL_ERROR' ? 'UPSTREAM_PROTOCOL_ERROR' : 'UPSTREAM_RESET' });
 }
 
 /** The HTTP/1.1 pool's handler: one per request, writing straight to the downstream response. */

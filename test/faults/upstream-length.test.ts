@@ -1,8 +1,8 @@
 /**
  * An app that frames its answer with a listed or repeated `Content-Length` (`2, 2`, two `2` lines,
  * a list and a line), through the whole proxy: RFC 9110 §8.6 lets a recipient send one value on or
- * refuse the answer; svcproxy refuses it as llhttp and Envoy do (the client gets `503`
- * `UPSTREAM_RESET`, as for every answer that cannot be framed), and no client ever receives such a
+ * refuse the answer; svcproxy refuses it as llhttp and Envoy do (the client gets `502`
+ * `UPSTREAM_PROTOCOL_ERROR`, as for every answer that cannot be framed), and no client ever receives such a
  * length. Read with a raw socket, so what reaches the client is seen byte for byte, not through a
  * client parser that might itself refuse or mend it. The next request is served.
  */
@@ -60,8 +60,8 @@ t.test('a listed or repeated Content-Length from the app never reaches the clien
     const lengths = head.split('\r\n').filter((line) => /^content-length:/i.test(line));
     t.ok(lengths.length <= 1, `${path}: at most one content-length line reaches the client (${JSON.stringify(lengths)})`);
     t.notOk(lengths.some((line) => line.includes(',')), `${path}: no listed length reaches the client`);
-    t.match(head, /^HTTP\/1\.1 503 /, `${path}: 503`);
-    t.match(raw.slice(raw.indexOf('\r\n\r\n') + 4), /"code":"UPSTREAM_RESET"/, `${path}: code UPSTREAM_RESET`);
+    t.match(head, /^HTTP\/1\.1 502 /, `${path}: 502`);
+    t.match(raw.slice(raw.indexOf('\r\n\r\n') + 4), /"code":"UPSTREAM_PROTOCOL_ERROR"/, `${path}: code UPSTREAM_PROTOCOL_ERROR`);
     t.match(await rawGet(plane.port, '/ok'), /^HTTP\/1\.1 200 [^]*\r\n\r\nok$/, `${path}: the next request is served`);
   }
   t.equal(plane.runtime.dataplane.requestsInFlight, 0, 'nothing left in flight');

@@ -1,7 +1,7 @@
 /**
  * An HTTP/1.1 app that breaks the protocol, through the whole proxy: a raw `net` upstream writes
  * exact bytes per path. Malformed answers before any header reached the client (ambiguous framing,
- * a NUL in a field, an unasked 101, a head past 64 KiB) are `503` `UPSTREAM_RESET`; a body that goes
+ * a NUL in a field, an unasked 101, a head past 64 KiB) are `502` `UPSTREAM_PROTOCOL_ERROR` (as Envoy answers a protocol error); a body that goes
  * bad after the head is cut short (never completed, never spliced); odd but valid answers (interim
  * 1xx, trailers, HTTP/1.0 to the close, stray bytes after a complete answer) are delivered whole.
  * After each, the proxy serves the next request.
@@ -84,8 +84,8 @@ t.test('an app that breaks HTTP/1.1: clean answers, and the proxy serves on', as
 
   for (const path of ['/ambiguous', '/nul', '/switching', '/huge-head']) {
     const got = await get(plane.port, path);
-    t.equal(got.status, 503, `${path}: 503`);
-    t.equal(JSON.parse(got.body).code, 'UPSTREAM_RESET', `${path}: code UPSTREAM_RESET`);
+    t.equal(got.status, 502, `${path}: 502`);
+    t.equal(JSON.parse(got.body).code, 'UPSTREAM_PROTOCOL_ERROR', `${path}: code UPSTREAM_PROTOCOL_ERROR`);
     t.equal((await get(plane.port, '/ok')).body, 'ok', `${path}: the next request is served`);
   }
 
