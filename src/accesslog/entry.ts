@@ -58,6 +58,11 @@ export function responseFlags(ex: Exchange, failure: string | undefined): Record
       else flags.upstream_remote_reset = true;
       if (ex.attempts > 1) flags.upstream_retry_limit_exceeded = true;
       break;
+    case 'UPSTREAM_PROTOCOL_ERROR':
+      flags.upstream_protocol_error = true;
+      if (ex.attempts > 1) flags.upstream_retry_limit_exceeded = true;
+      break;
+    case 'HTTP_VERSION_NOT_SUPPORTED': flags.downstream_protocol_error = true; break;
     case 'RATE_LIMITED': flags.rate_limited = true; break;
     case 'RATE_LIMIT_UNAVAILABLE': flags.rate_limit_service_error = true; break;
     case 'AUTH_DENIED': case 'AUTH_FAILED': flags.unauthorized_details = { reason: 'EXTERNAL_SERVICE' }; break;
