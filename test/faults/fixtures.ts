@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
+import { once } from 'node:events';
 import type { TapLike } from '../helpers/harness.js';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -86,16 +87,16 @@ export class Load {
     return phase === undefined ? this.results : this.results.filter((r) => r.phase === phase);
   }
 
-  /** Wait until `n` more results of the current phase arrived (bounded by `maxMs`). */
-  async settle(n: number, maxMs = 5000): Promise<void> {
+  /** Wait until `n` more results of the current phase arrived (bounded by `maxMs`, a hang guard only). */
+  async settle(n: number, maxMs = 30_000): Promise<void> {
     const phase = this.phase;
     const start = this.of(phase).length;
     const deadline = Date.now() + maxMs;
     while (this.of(phase).length < start + n && Date.now() < deadline) await sleep(10);
   }
 
-  /** Wait until no request sent in `phase` is still in flight (bounded by `maxMs`). */
-  async quiesce(phase: string, maxMs = 5000): Promise<void> {
+  /** Wait until no request sent in `phase` is still in flight (bounded by `maxMs`, a hang guard only). */
+  async quiesce(phase: string, maxMs = 30_000): Promise<void> {
     const deadline = Date.now() + maxMs;
     while ((this.inFlight.get(phase) ?? 0) > 0 && Date.now() < deadline) await sleep(5);
   }
@@ -141,7 +142,7 @@ export function send(
     const timer = setTimeout(() => {
       req.destroy();
       finish({ outcome: 'timeout' });
-    }, init.timeoutMs ?? 10_000);
+    }, init.timeoutMs ?? 30_000);
     req.on('error', (err: NodeJS.ErrnoException) => {
       finish({ outcome: err.code === 'ECONNREFUSED' ? 'refused' : err.code === 'ECONNRESET' || err.message === 'socket hang up' ? 'reset' : 'error' });
     });
@@ -237,4 +238,34 @@ export async function startRestartableGrpcAuth(
   t.teardown(stop);
   await start();
   return { calls: () => calls, stop, start };
+}
+
+/**
+ * An HTTP/1.1 app that writes exact bytes: for each request head it reads, the answer `answers`
+ * holds for its path (`/ok` for any other), as text or written by a function given the socket.
+ */
+export async function startRawApp(
+  t: TapLike,
+  answers: Readonly<Record<string, string | ((socket: net.Socket) => void)>>,
+): Promise<{ port: number; connections: () => number }> {
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    let pending = '';
+    socket.on('error', () => undefined);
+    socket.on('data', (d) => {
+      pending += d.toString('latin1');
+      const end = pending.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const path = /^\S+ (\S+)/.exec(pending)![1]!;
+      pending = pending.slice(end + 4);
+      const answer = answers[path] ?? answers['/ok']!;
+      if (typeof answer === 'string') socket.write(answer);
+      else answer(socket);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  return { port: (server.address() as net.AddressInfo).port, connections: () => connections };
 }

@@ -10,6 +10,7 @@ import t from 'tap';
 import net from 'node:net';
 import { once } from 'node:events';
 import { ALIAS, records, startPlane } from '../helpers/harness.js';
+import { startRawApp } from './fixtures.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 
@@ -35,22 +36,7 @@ async function rawGet(port: number, path: string): Promise<string> {
 }
 
 t.test('a listed or repeated Content-Length from the app never reaches the client', async (t) => {
-  const server = net.createServer((socket) => {
-    let pending = '';
-    socket.on('error', () => undefined);
-    socket.on('data', (d) => {
-      pending += d.toString('latin1');
-      const end = pending.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const path = /^\S+ (\S+)/.exec(pending)![1]!;
-      pending = pending.slice(end + 4);
-      socket.write(ANSWERS[path] ?? ANSWERS['/ok']!);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const app = (server.address() as net.AddressInfo).port;
+  const app = (await startRawApp(t, ANSWERS)).port;
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app}`] } }));
   await plane.ready();
 

@@ -6,11 +6,11 @@
  * 1xx, trailers, HTTP/1.0 to the close, stray bytes after a complete answer) are delivered whole.
  * After each, the proxy serves the next request.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import http from 'node:http';
 import net from 'node:net';
-import { once } from 'node:events';
 import { ALIAS, records, startPlane } from '../helpers/harness.js';
+import { startRawApp } from './fixtures.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 
@@ -31,29 +31,6 @@ const ANSWERS: Record<string, string | ((s: net.Socket) => void)> = {
   },
   '/stray': 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nrightHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged',
 };
-
-async function rawApp(t: Test): Promise<{ port: number; connections: () => number }> {
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    let pending = '';
-    socket.on('error', () => undefined);
-    socket.on('data', (d) => {
-      pending += d.toString('latin1');
-      const end = pending.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const path = /^\S+ (\S+)/.exec(pending)![1]!;
-      pending = pending.slice(end + 4);
-      const answer = ANSWERS[path] ?? ANSWERS['/ok']!;
-      if (typeof answer === 'string') socket.write(answer);
-      else answer(socket);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  return { port: (server.address() as net.AddressInfo).port, connections: () => connections };
-}
 
 interface Got {
   status: number | 'cut';
@@ -78,7 +55,7 @@ function get(port: number, path: string): Promise<Got> {
 }
 
 t.test('an app that breaks HTTP/1.1: clean answers, and the proxy serves on', async (t) => {
-  const app = await rawApp(t);
+  const app = await startRawApp(t, ANSWERS);
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } }));
   await plane.ready();
 

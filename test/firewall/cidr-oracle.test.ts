@@ -19,20 +19,11 @@ import { BlockList, createServer, connect, isIP, type AddressInfo, type Socket }
 import ipaddr from 'ipaddr.js';
 import { compileCidrs, cidrContains, parseAddress, parseCidr, type Address, type Cidr } from '../../src/firewall/cidr.js';
 import { compileExternalFirewall } from '../../src/firewall/external.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const SEED = testSeed('CIDR_ORACLE_SEED', 20261127);
 t.comment(`CIDR_ORACLE_SEED=${SEED}`);
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rnd = prng(SEED);
 const int = (n: number): number => Math.floor(rnd() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;

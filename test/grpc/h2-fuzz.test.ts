@@ -23,7 +23,7 @@ import { encodeFields } from '../../src/grpc/hpack.js';
 import { RpcError, startUnaryServer } from '../../src/grpc/server.js';
 import { grpcFrame, Status, UnaryChannel, type UnaryResult } from '../../src/grpc/unary.js';
 import { F, fakeServer, rawClient, rawFrame, settingsFrame, T, u32, type RawPeer } from './fixtures.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const SEED = testSeed('FUZZ_SEED', 20261127);
 const CASES = Number(process.env.FUZZ_CASES ?? 150);
@@ -31,15 +31,6 @@ let current = 'setup';
 t.comment(`seed ${SEED} (FUZZ_SEED=${SEED} replays)`);
 process.on('uncaughtExceptionMonitor', (err) => console.error(`# fuzz seed ${SEED}, ${current}: uncaught ${err.stack}`));
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 // ---- what a connection holds, sampled after every read (test-only instrumentation) ---------------
 

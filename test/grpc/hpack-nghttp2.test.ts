@@ -16,22 +16,13 @@ import http2 from 'node:http2';
 import { encodeFields, HpackDecoder, HpackError } from '../../src/grpc/hpack.js';
 import { startH2Server, type TapLike } from '../helpers/harness.js';
 import { F, fakeServer, rawClient, rawFrame, settingsFrame, T, type Frame, type RawPeer } from './fixtures.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const SEED = testSeed('HPACK_SEED', 20261127);
 /** Mutated blocks, each on a connection of its own (HPACK_MUTATIONS=n for a longer run). */
 const CASES = Number(process.env.HPACK_MUTATIONS ?? 300);
 t.comment(`seed ${SEED} (HPACK_SEED=${SEED} replays)`);
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 const TOKEN = 'abcdefghijklmnopqrstuvwxyz0123456789-_!#$%&\'*+.^`|~';
 const COMMON = ['x-a', 'x-trace', 'cache-control', 'content-type', 'location', 'set-cookie', 'etag', 'vary', 'www-authenticate', 'grpc-message'];

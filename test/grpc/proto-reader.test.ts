@@ -14,7 +14,7 @@
 import t from 'tap';
 import { createRequire } from 'node:module';
 import { ProtoError, ProtoReader } from '../../src/grpc/proto-reader.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const require = createRequire(import.meta.url);
 const pb = require('protobufjs/minimal') as {
@@ -40,15 +40,6 @@ interface PbWriter {
 const SEED = testSeed('PROTO_SEED', 20261127);
 t.comment(`seed ${SEED} (PROTO_SEED=${SEED} replays)`);
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 const rand = prng(SEED);
 const int = (n: number) => Math.floor(rand() * n);

@@ -13,7 +13,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import { readPlainRequestHead } from '../../src/http1/request-line.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const MAX = 64 * 1024;
 const SEED = testSeed('SEED', 20261127);
@@ -152,16 +152,6 @@ t.test('every head it reads, Node reads the same way', async (t) => {
   t.ok(read >= 60, `${read} of 300 generated heads were read (the rest left to Node)`);
 });
 
-/** mulberry32. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const VERSIONS = ['HTTP/1.1', 'HTTP/1.1', 'HTTP/2.0', 'HTTP/1.0', 'HTTP/1.2', 'HTTP/0.9', 'HTTP/1.10', 'http/1.1', 'HTTP/1.1 ', 'HTTP/1', ''];
 const WILD_TARGETS = [

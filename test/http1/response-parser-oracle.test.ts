@@ -14,22 +14,12 @@ import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import { bytewise, llhttpReads, oursReads, splitAt, type Outcome } from './response-parser-llhttp.js';
-import { testSeed } from '../helpers/seed.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const SEED = testSeed('SEED', 20261127);
 const CASES = Number(process.env.CASES ?? 4000);
 const MAX_HEAD = 64 * 1024;
 
-/** mulberry32: small, seeded, good enough to pick cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rnd = () => number;
 const pick = <T>(rnd: Rnd, list: readonly T[]): T => list[Math.floor(rnd() * list.length)]!;
