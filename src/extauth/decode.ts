@@ -50,12 +50,12 @@ function headerValueOption(r: ProtoReader): HeaderValueOptionObject {
       const append = { value: false };
       while (!b.done) {
         const t = b.key();
-        if (t === VARINT_1) append.value = b.varint() !== 0;
+        if (t === VARINT_1) append.value = b.bool();
         else b.skip(t);
       }
       o.append = append;
     } else if (k === VARINT_3) o.append_action = enumName(APPEND_ACTIONS, r.int32());
-    else if (k === VARINT_4) o.keep_empty_value = r.varint() !== 0;
+    else if (k === VARINT_4) o.keep_empty_value = r.bool();
     else r.skip(k);
   }
   return o;

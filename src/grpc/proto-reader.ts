@@ -111,6 +111,11 @@ export class ProtoReader {
     return v <= Number.MAX_SAFE_INTEGER ? v >>> 0 : Number(BigInt.asUintN(32, this.exact(start)));
   }
 
+  /** A bool: any varint other than zero is true, whatever its size (as protobuf's decoders read it). */
+  bool(): boolean {
+    return this.scan() !== 0;
+  }
+
   /** The varint at `start` (already read once, so well formed) as an exact BigInt. */
   private exact(start: number): bigint {
     let value = 0n;

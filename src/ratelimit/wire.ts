@@ -30,8 +30,8 @@ function descriptor(r: ProtoReader): RateLimitDescriptor {
       const limit = { requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
       while (!l.done) {
         const t = l.key();
-        if (t === VARINT_1) limit.requests_per_unit = l.varint() >>> 0;
-        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.varint());
+        if (t === VARINT_1) limit.requests_per_unit = l.uint32();
+        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.int32());
         else l.skip(t);
       }
       d.limit = limit;
@@ -69,7 +69,7 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RateLimitRequest {
     const k = r.key();
     if (k === DELIMITED_1) request.domain = r.string();
     else if (k === DELIMITED_2) request.descriptors.push(descriptor(r.message()));
-    else if (k === VARINT_3) request.hits_addend = r.varint() >>> 0;
+    else if (k === VARINT_3) request.hits_addend = r.uint32();
     else r.skip(k);
   }
   return request;
@@ -120,19 +120,19 @@ function decodeDescriptorStatus(r: ProtoReader): DescriptorStatus {
   const s: DescriptorStatus = { code: 'UNKNOWN', current_limit: null, limit_remaining: 0, duration_until_reset: null };
   while (!r.done) {
     const k = r.key();
-    if (k === VARINT_1) s.code = enumName(CODE_NAMES, r.varint());
+    if (k === VARINT_1) s.code = enumName(CODE_NAMES, r.int32());
     else if (k === DELIMITED_2) {
       const l = r.message();
       const limit = { name: '', requests_per_unit: 0, unit: 'UNKNOWN' as Unit };
       while (!l.done) {
         const t = l.key();
-        if (t === VARINT_1) limit.requests_per_unit = l.varint() >>> 0;
-        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.varint());
+        if (t === VARINT_1) limit.requests_per_unit = l.uint32();
+        else if (t === VARINT_2) limit.unit = enumName(UNIT_NAMES, l.int32());
         else if (t === DELIMITED_3) limit.name = l.string();
         else l.skip(t);
       }
       s.current_limit = limit;
-    } else if (k === VARINT_3) s.limit_remaining = r.varint() >>> 0;
+    } else if (k === VARINT_3) s.limit_remaining = r.uint32();
     else if (k === DELIMITED_4) {
       const d = r.message();
       const duration = { seconds: '0', nanos: 0 };
@@ -154,7 +154,7 @@ export function decodeRateLimitResponse(bytes: Uint8Array): RateLimitResponse {
   const response: Required<RateLimitResponse> = { overall_code: 'UNKNOWN', statuses: [], response_headers_to_add: [], request_headers_to_add: [] };
   while (!r.done) {
     const k = r.key();
-    if (k === VARINT_1) response.overall_code = enumName(CODE_NAMES, r.varint());
+    if (k === VARINT_1) response.overall_code = enumName(CODE_NAMES, r.int32());
     else if (k === DELIMITED_2) response.statuses.push(decodeDescriptorStatus(r.message()));
     else if (k === DELIMITED_3) response.response_headers_to_add.push(readHeaderValue(r.message()));
     else if (k === DELIMITED_4) response.request_headers_to_add.push(readHeaderValue(r.message()));

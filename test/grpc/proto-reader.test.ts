@@ -180,3 +180,15 @@ t.test('an unknown varint field above 2^53 is skipped', async (t) => {
   t.equal(r.key(), 0x0a);
   t.equal(r.string(), 'ok');
 });
+
+t.test('bool: any varint but zero is true, whatever its size (as protobuf.js and C++ read it)', async (t) => {
+  const cases: [string, number[], boolean][] = [
+    ['0', [0x00], false],
+    ['1', [0x01], true],
+    ['2^32 (low 32 bits zero)', [0x80, 0x80, 0x80, 0x80, 0x10], true],
+    ['2^63', [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01], true],
+    ['zero in ten bytes', [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00], false],
+  ];
+  for (const [name, bytes, want] of cases) t.equal(new ProtoReader(Buffer.from(bytes)).bool(), want, name);
+  t.throws(() => new ProtoReader(Buffer.from([0x80])).bool(), ProtoError, 'truncated');
+});

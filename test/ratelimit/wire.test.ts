@@ -47,6 +47,33 @@ t.test('requests decode to what proto-loader gives', async (t) => {
   t.same(decodeRateLimitRequest(odd), method.requestDeserialize(odd), 'unknown fields skipped, an unnamed enum number kept');
 });
 
+t.test('64-bit varints in 32-bit fields and negative enums decode as proto-loader reads them', async (t) => {
+  const varint = (n: bigint): number[] => {
+    const out: number[] = [];
+    let v = BigInt.asUintN(64, n);
+    do {
+      out.push(Number(v & 0x7fn) | (v > 0x7fn ? 0x80 : 0));
+      v >>= 7n;
+    } while (v > 0n);
+    return out;
+  };
+  const limit = [0x08, ...varint((1n << 60n) + 10n), 0x10, ...varint(-1n)];
+  const entry = [0x0a, 1, 0x6b, 0x12, 1, 0x76];
+  const descriptor = [0x0a, entry.length, ...entry, 0x12, limit.length, ...limit];
+  const bytes = Buffer.from([0x0a, 1, 0x64, 0x12, descriptor.length, ...descriptor, 0x18, ...varint((1n << 58n) + 7n)]);
+  // protobuf.js reads a uint32 varint longer than five bytes as ten bytes long (it throws here), so
+  // the expectation is protobuf's C++ rule: a uint32 is the varint's low 32 bits.
+  t.same(decodeRateLimitRequest(bytes), {
+    domain: 'd',
+    descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 10, unit: -1 } }],
+    hits_addend: 7,
+  }, 'uint32 fields keep the low 32 bits; an enum of -1 stays -1');
+  const onlyEnum = [0x10, ...varint(-1n)];
+  const d2 = [0x0a, entry.length, ...entry, 0x12, onlyEnum.length, ...onlyEnum];
+  const enumOnly = Buffer.from([0x0a, 1, 0x64, 0x12, d2.length, ...d2]);
+  t.same(decodeRateLimitRequest(enumOnly), method.requestDeserialize(enumOnly), 'a negative enum (ten bytes) as proto-loader reads it');
+});
+
 t.test('malformed requests are refused', async (t) => {
   const good = method.requestSerialize({ domain: 'edge', descriptors: [{ entries: [{ key: 'k', value: 'value' }] }] });
   // Cut at a field boundary, the bytes are a shorter valid message; cut inside a field, refused.
