@@ -21,6 +21,7 @@
  * decoded (a larger one ends the connection); GOAWAY from the client: the connection ends once its
  * calls are answered. Cleartext (h2c with prior knowledge) or TLS with ALPN h2.
  * Hardening: a client's DATA beyond the windows we advertised is FLOW_CONTROL_ERROR (./connection.ts);
+ * a connection silent both ways for `idleTimeoutMs` is let go (GOAWAY when no call is open);
  * a failure's header block honours the client's SETTINGS_MAX_HEADER_LIST_SIZE (the message left out
  * when it would not fit, the stream reset when not even the status fits).
  */
@@ -68,7 +69,17 @@ export interface UnaryServerOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   /** A method that threw something other than RpcError (answered INTERNAL). */
   readonly onError?: (path: string, err: Error) => void;
+  /**
+   * A connection that neither sends nor receives a byte this long is let go (default 5 minutes):
+   * with no call open, GOAWAY and a graceful end (clients reconnect); with calls still open (a
+   * client stopped mid-frame), at once. Without it, a client that stops halfway holds its
+   * connection, and its buffered input, for ever.
+   */
+  readonly idleTimeoutMs?: number;
 }
+
+/** `idleTimeoutMs` when not given. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
 export interface UnaryServer {
   readonly address: { host: string; port: number };
@@ -184,6 +195,8 @@ class ServerConnection extends H2Connection<Call> {
     super(socket);
     this.write(OPENING);
     socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
+    socket.setTimeout(opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+    socket.on('timeout', () => (this.streams.size === 0 && !this.draining ? this.drain() : this.destroy('idle')));
   }
 
   /** The client's preface (it may come in pieces), then frames. */

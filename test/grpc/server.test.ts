@@ -383,3 +383,30 @@ t.test('close while a large answer waits in the socket for a slow reader: all of
   t.equal(body, (6 << 20) + 5, 'all 6 MiB and the message prefix');
   t.ok(c.frames.some((f) => f.id === 1 && f.type === 0x1 && (f.flags & 0x1) !== 0), 'and the trailers');
 });
+
+t.test('idle connections are let go: a client stopped mid-frame, and a quiet one (GOAWAY)', async (t) => {
+  const server = await startUnaryServer({ host: '127.0.0.1', port: 0, methods: new Map([[PATH, async (req: Buffer) => req]]), maxMessageBytes: 1024, idleTimeoutMs: 300 });
+  t.teardown(() => server.close(100));
+  const open = (bytes: Buffer): Promise<{ frames: number[]; closed: true }> =>
+    new Promise((resolve) => {
+      const socket = net.connect(server.address.port, '127.0.0.1');
+      let got = Buffer.alloc(0);
+      socket.on('data', (c: Buffer) => (got = Buffer.concat([got, c])));
+      socket.on('error', () => undefined);
+      socket.once('connect', () => socket.write(bytes));
+      socket.once('close', () => {
+        const types: number[] = [];
+        for (let at = 0; at + 9 <= got.length; at += 9 + got.readUIntBE(at, 3)) types.push(got[at + 3]!);
+        resolve({ frames: types, closed: true });
+      });
+      t.teardown(() => socket.destroy());
+    });
+  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  const settings = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+  // A frame header announcing 100 bytes, and only 3 of them.
+  const partial = Buffer.concat([preface, settings, Buffer.from([0, 0, 100, 0, 0, 0, 0, 0, 1, 1, 2, 3])]);
+  const stopped = await open(partial);
+  t.ok(stopped.closed, 'a client stopped mid-frame is closed');
+  const quiet = await open(Buffer.concat([preface, settings]));
+  t.ok(quiet.frames.includes(7), 'a quiet client gets GOAWAY before the close');
+});
