@@ -164,11 +164,17 @@ t.test('generated: header lists nghttp2 encodes decode to the same lists', async
   t.ok(checked > 200, `${checked} header blocks decoded as sent`);
 });
 
-/** Wait until the answers (and trailers) of the first `n` streams have ended. */
+/**
+ * Wait until the answers (and trailers) of the first `n` streams have ended. A block that ends the
+ * stream may go on in CONTINUATION frames: the stream has ended once that block's END_HEADERS came.
+ */
 async function lastAnswers(c: RawPeer, n: number): Promise<void> {
   const ended = new Set<number>();
+  const endingBlock = new Set<number>();
   await c.next((f) => {
-    if (((f.type === T.HEADERS || f.type === T.DATA) && f.flags & F.END_STREAM) || f.type === T.RST_STREAM) ended.add(f.id);
+    if (f.type === T.HEADERS && f.flags & F.END_STREAM && !(f.flags & F.END_HEADERS)) endingBlock.add(f.id);
+    else if (f.type === T.CONTINUATION && f.flags & F.END_HEADERS && endingBlock.delete(f.id)) ended.add(f.id);
+    else if (((f.type === T.HEADERS || f.type === T.DATA) && f.flags & F.END_STREAM) || f.type === T.RST_STREAM) ended.add(f.id);
     return ended.size >= n;
   }, 0);
 }
