@@ -26,7 +26,7 @@ export interface ProxyProcessOptions {
   readonly env?: Record<string, string>;
   /** Flags after the command's own (`--log-level` …). */
   readonly extraArgs?: readonly string[];
-  /** How long to wait for `/ready` (default 20 s). */
+  /** How long to wait for `/ready` (default 60 s: a hang guard; a busy machine starts a process slowly). */
   readonly readyTimeoutMs?: number;
 }
 
@@ -47,6 +47,6 @@ export async function startProxyProcess(t: TapLike, args: readonly string[], opt
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const admin = `http://127.0.0.1:${adminPort}`;
   const ready = async (): Promise<boolean> => (await fetch(`${admin}/ready`).catch(() => undefined))?.status === 200;
-  if (!(await eventually(ready, opts.readyTimeoutMs ?? 20_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
+  if (!(await eventually(ready, opts.readyTimeoutMs ?? 60_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
   return { child, port, admin, output: () => out, exited };
 }
