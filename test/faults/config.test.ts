@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ALIAS, records, startHttpServer, echoHandler, startPlane, yamlDocuments } from '../helpers/harness.js';
-import { Load, eventually, send, sleep, tally } from './fixtures.js';
+import { Load, eventually, send, tally } from './fixtures.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 
@@ -25,7 +25,8 @@ t.test('garbage over the config during load: nothing fails, the last good config
   const plane = await startPlane(t, undefined, { configPaths: [dir], watch: true });
   await plane.ready();
   const generation = plane.runtime.store.current.generation;
-  const load = new Load(() => send(plane.port, HOST, '/'), { concurrency: 4, pauseMs: 5, maxMs: 20_000 });
+  // maxMs only stops a load left running by a failure: stop() ends it; on a busy machine the phases take long.
+  const load = new Load(() => send(plane.port, HOST, '/'), { concurrency: 4, pauseMs: 5, maxMs: 110_000 });
   t.teardown(() => load.stop());
   await load.settle(20);
 
@@ -34,6 +35,21 @@ t.test('garbage over the config during load: nothing fails, the last good config
     renameSync(`${file}.tmp`, file);
   };
   const inPlace = (content: string | Buffer): void => writeFileSync(file, content);
+  // Every reload the watcher runs ends in 'rejected' or 'change': a write is judged once one more
+  // has ended after it (however long the watcher and the debounce take on a busy machine).
+  let reloads = 0;
+  const counted = (): void => void reloads++;
+  plane.runtime.store.on('rejected', counted);
+  plane.runtime.store.on('change', counted);
+  t.teardown(() => {
+    plane.runtime.store.off('rejected', counted);
+    plane.runtime.store.off('change', counted);
+  });
+  const reloaded = async (what: string, write: () => void): Promise<void> => {
+    const before = reloads;
+    write();
+    t.ok(await eventually(() => reloads > before, 30_000), `${what}: the watcher reloaded`);
+  };
   const garbage: [name: string, write: () => void][] = [
     ['random bytes (rename)', () => byRename(randomBytes(4096))],
     ['random bytes (in place)', () => inPlace(randomBytes(4096))],
@@ -47,9 +63,8 @@ t.test('garbage over the config during load: nothing fails, the last good config
   ];
   for (const [name, write] of garbage) {
     load.phase = name;
-    write();
-    // Let the watcher (100 ms debounce) and the reload run while requests keep coming.
-    await sleep(350);
+    // The watcher (100 ms debounce) and the reload run while requests keep coming.
+    await reloaded(name, write);
     await load.settle(10);
     const dump = (await (await fetch(`${plane.adminUrl}/config`)).json()) as { generation: number; lastError: { errors: string[] } | null };
     t.equal(plane.runtime.store.current.generation, generation, `${name}: nothing applied`);
@@ -63,12 +78,10 @@ t.test('garbage over the config during load: nothing fails, the last good config
   // the rest. Every intermediate state is rejected; the finished file is applied.
   load.phase = 'rewritten in place, slowly';
   const cut = good.indexOf('firewallConfig') + 5;
-  inPlace('');
-  await sleep(250);
-  inPlace(good.slice(0, cut));
-  await sleep(250);
+  await reloaded('emptied', () => inPlace(''));
+  await reloaded('the first part', () => inPlace(good.slice(0, cut)));
   inPlace(good);
-  t.ok(await eventually(() => plane.runtime.store.lastErrors === undefined, 3000), 'the finished file is applied and clears the error');
+  t.ok(await eventually(() => plane.runtime.store.lastErrors === undefined, 30_000), 'the finished file is applied and clears the error');
   t.ok(plane.runtime.store.current.generation > generation, 'as a new generation');
   await load.settle(10);
   const slow = tally(load.of('rewritten in place, slowly'));
