@@ -12,7 +12,7 @@ import http2 from 'node:http2';
 import { DEFAULT_LIMITS } from '../../src/proxy/listener.js';
 import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../../src/proxy/overload.js';
 import { limitsFrom, parseFlags } from '../../src/cli.js';
-import { ALIAS, records, request, startHttpServer, startPlane, echoHandler } from '../helpers/harness.js';
+import { ALIAS, records, request, startHttpServer, startPlane, echoHandler, waitFor } from '../helpers/harness.js';
 
 const H = `api-${ALIAS}.app.localhost`;
 
@@ -33,19 +33,20 @@ t.test('maxConnections: the connection past the limit is closed on accept; room 
   await plane.ready();
   const held = await Promise.all(Array.from({ length: 5 }, () => open(plane.port)));
   t.teardown(() => held.forEach((h) => h.socket.destroy()));
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => plane.runtime.openConnections() === 5, 30_000, 'five connections accepted');
   t.equal(plane.runtime.openConnections(), 5, 'five connections held open');
 
   const extra = await open(plane.port);
   extra.socket.write(`GET / HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
-  const text = await Promise.race([extra.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 2000))]);
+  // Served instead, it would stay open for the 65 s idle timeout: 20 s tells the two apart on a busy machine.
+  const text = await Promise.race([extra.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 20_000))]);
   t.equal(text, '', 'the sixth is closed at once, unanswered');
   const refused = await request(plane.port, H, '/').then((r) => r.status, (e: NodeJS.ErrnoException) => e.code);
   t.not(refused, 200, `a request on a new connection fails while the listener is full (${refused})`);
 
   held[0]!.socket.destroy();
   held[1]!.socket.destroy();
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => plane.runtime.openConnections() <= 3, 30_000, 'the two closed connections to leave the count');
   t.equal((await request(plane.port, H, '/')).status, 200, 'once two close, a new client is served');
   const metrics = await (await fetch(`${plane.adminUrl}/metrics`)).text();
   const rejected = Number(/svcproxy_overload_connections_rejected_total (\d+)/.exec(metrics)?.[1]);
@@ -70,10 +71,9 @@ t.test('maxRequestsPerConnection: the last answer closes the connection', async 
   });
   for (let i = 0; i < 3; i++) {
     socket.write(`GET /${i} HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
-    const deadline = Date.now() + 2000;
-    while (statuses.length <= i && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => statuses.length > i, 30_000, `answer ${i + 1}`);
   }
-  await Promise.race([closed, new Promise((r) => setTimeout(r, 2000))]);
+  await Promise.race([closed, new Promise((r) => setTimeout(r, 30_000))]);
   t.same(statuses, ['200 keep-alive', '200 keep-alive', '200 close'], 'three answers, the third with Connection: close');
   t.ok(socket.destroyed || socket.readableEnded, 'and the connection is closed');
 });
@@ -103,7 +103,7 @@ t.test('idleTimeout: idle HTTP/1.1 and HTTP/2 connections are closed; a session 
   const h1 = await open(plane.port);
   h1.socket.write(`GET / HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
   const started = Date.now();
-  const text = await Promise.race([h1.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 5000))]);
+  const text = await Promise.race([h1.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 30_000))]);
   t.match(text, /^HTTP\/1\.1 200/, 'HTTP/1.1: answered, then closed while idle');
   t.ok(Date.now() - started >= 250, 'not before the idle timeout');
 
@@ -122,7 +122,7 @@ t.test('idleTimeout: idle HTTP/1.1 and HTTP/2 connections are closed; a session 
   });
   t.equal(await get('/slow'), 'late', 'HTTP/2: a stream quiet for 900 ms is not cut by a 300 ms idle timeout');
   t.notOk(goaway, 'no GOAWAY while the stream was open');
-  const closed = await Promise.race([new Promise<boolean>((r) => session.once('close', () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  const closed = await Promise.race([new Promise<boolean>((r) => session.once('close', () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000))]);
   t.ok(closed, 'then, idle, the session is closed');
   t.ok(goaway, 'with GOAWAY');
 });
