@@ -72,9 +72,14 @@ t.test('serves until SIGTERM (exit 0); SIGHUP reloads the rules', { skip }, asyn
   await new Promise<void>((resolve, reject) => (client as unknown as grpc.Client).waitForReady(Date.now() + 20_000, (err) => (err ? reject(new Error(`${err.message}\n${out}`)) : resolve())));
   t.equal(await ask(), 'OK');
   t.equal(await ask(), 'OVER_LIMIT');
+  // Each load logs 'rate-limit rules loaded': wait for one after the SIGHUP (the folder watch may
+  // load the new file first; either way the raised limit is in force once it is logged).
+  const loads = (): number => out.split('"msg":"rate-limit rules loaded"').length - 1;
+  const loadedBefore = loads();
   writeFileSync(file, rules(10));
   child.kill('SIGHUP');
-  await new Promise((r) => setTimeout(r, 300));
+  const deadline = Date.now() + 30_000;
+  while (loads() === loadedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   t.equal(await ask(), 'OK', 'the raised limit applies after SIGHUP (or the folder watch)');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
