@@ -7,7 +7,7 @@ import t from 'tap';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, startSidecarBehindIngress, waitFor } from '../helpers/harness.js';
 import { deadPort } from '../fixtures/extauth/servers.js';
 
 const CANONICAL = `api-${ALIAS}.app.localhost`;
@@ -82,15 +82,22 @@ t.test("a sidecar's mesh listener serves internal host names, with the target's 
 });
 
 t.test('stop drains: in-flight requests finish, new connections are refused', async (t) => {
+  // The app holds its answer until the checks below are done: the request is in flight for as long
+  // as they take, however busy the machine.
+  let arrived = false;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => (release = r));
   const slow = await startHttpServer(t, (_req, res) => {
-    setTimeout(() => res.end('finished'), 500);
+    arrived = true;
+    void released.then(() => res.end('finished'));
   });
+  t.teardown(release);
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${slow.port}`] } }));
   await plane.ready();
   const inflight = request(plane.port, CANONICAL, '/');
-  await new Promise((r) => setTimeout(r, 100));
-  const stopping = plane.runtime.stop(5000);
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => arrived, 30_000, 'the request to reach the app');
+  // stop() closes the listeners before its first await: a connection attempt from here on is refused.
+  const stopping = plane.runtime.stop(60_000);
   const refused = await new Promise<boolean>((resolve) => {
     const s = net.connect(plane.port, '127.0.0.1');
     s.once('connect', () => {
@@ -101,6 +108,7 @@ t.test('stop drains: in-flight requests finish, new connections are refused', as
   });
   t.ok(refused, 'new connections are refused while draining');
   t.equal((await fetch(plane.adminUrl + '/ready').catch(() => ({ status: 0 }))).status === 200, false, 'not ready while draining');
+  release();
   const res = await inflight;
   t.equal(res.status, 200);
   t.equal(res.body, 'finished', 'the in-flight request completed');
