@@ -6,6 +6,7 @@ import { ReplicaRegistry, routeTo, workloadTraffic, type Replica } from '../../s
 import { addressOfDeployment, nextProbeState, QUIET_CHECKS_PER_TURN, QuietSlots, quietWait, type QuietCheck, quietWhileUnrouted, startProbing, INITIAL_PROBE_STATE, type ProbeState } from '../../src/local/probe.js';
 import { CheckDeadline, checkExec, checkHttp, checkTcp } from '../../src/local/checks.js';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { allocatePort } from '../../src/local/ports.js';
 import { FakeClock, probe, testDeps, waitFor } from './fixtures.js';
@@ -97,23 +98,28 @@ t.test('TCP check: a connect that hangs fails at the deadline, whichever kind st
     });`], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => child.kill('SIGKILL'));
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-  await new Promise((r) => setTimeout(r, 100)); // the child has stopped itself
+  // The child stops itself right after writing: wait until the kernel says so (state T), however busy.
+  const state = (): string => readFileSync(`/proc/${child.pid}/stat`, 'utf8').replace(/^.*\) /s, '').charAt(0);
+  await waitFor(() => state() === 'T', 30_000, 'the child to stop itself');
   const fillers = Array.from({ length: 4 }, () => connect({ host: '127.0.0.1', port }).on('error', () => undefined));
   t.teardown(() => fillers.forEach((s) => s.destroy()));
   await new Promise((r) => setTimeout(r, 200));
 
+  // Each check is still pending past the first SYN retry (1 s), then ended by its deadline: no
+  // bound on how fast the end comes, so a busy machine cannot fail it; a check that ended by itself
+  // (a retry, a timeout of its own) or ignored the deadline (hanging ~2 min) would.
+  const pendingUntilAborted = async (check: Promise<boolean>, abort: () => void): Promise<[boolean, boolean]> => {
+    let ended = false;
+    void check.finally(() => (ended = true));
+    await new Promise((r) => setTimeout(r, 1200));
+    const pending = !ended;
+    abort();
+    return [pending, await check];
+  };
   const deadline = new CheckDeadline();
-  let started = Date.now();
-  const byDeadline = checkTcp({ host: '127.0.0.1', port }, deadline);
-  setTimeout(() => deadline.abort(), 150);
-  t.equal(await byDeadline, false, 'a CheckDeadline stops it');
-  let took = Date.now() - started;
-  t.ok(took >= 140 && took < 900, `at the deadline (${took} ms), not at a SYN retry`);
-
-  started = Date.now();
-  t.equal(await checkTcp({ host: '127.0.0.1', port }, timeoutSignal(150)), false, 'an AbortSignal stops it too');
-  took = Date.now() - started;
-  t.ok(took >= 140 && took < 900, `at the deadline (${took} ms)`);
+  t.same(await pendingUntilAborted(checkTcp({ host: '127.0.0.1', port }, deadline), () => deadline.abort()), [true, false], 'pending past a SYN retry; a CheckDeadline stops it');
+  const controller = new AbortController();
+  t.same(await pendingUntilAborted(checkTcp({ host: '127.0.0.1', port }, controller.signal), () => controller.abort()), [true, false], 'an AbortSignal stops it too');
 
   const early = new CheckDeadline();
   early.abort();
@@ -167,9 +173,9 @@ t.test('startProbing: HTTP readiness follows the server, with thresholds', async
   await new Promise((resolve) => setTimeout(resolve, 300));
   t.equal(r.ready, false, 'not ready while 500');
   status = 200;
-  await waitFor(() => r.ready, 3000, 'ready');
+  await waitFor(() => r.ready, 30_000, 'ready');
   status = 500;
-  await waitFor(() => !r.ready, 3000, 'not ready again');
+  await waitFor(() => !r.ready, 30_000, 'not ready again');
   t.same(changes, [true, false], 'one change each way');
   stop();
   status = 200;
@@ -190,7 +196,7 @@ t.test('startProbing: no probe means TCP connect to the first port', async (t) =
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(r.ready, false, 'nothing listening yet');
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  await waitFor(() => r.ready, 4000, 'ready once listening');
+  await waitFor(() => r.ready, 30_000, 'ready once listening');
   t.equal(asked[0], undefined, 'asked for the first port');
 });
 
@@ -219,7 +225,7 @@ t.test('startProbing: a deployment replica by its address', async (t) => {
   const r = replica('dep-a');
   const stop = startProbing(r, undefined, addressOfDeployment(`127.0.0.1:${port}`), { ...testDeps(), registry });
   t.teardown(stop);
-  await waitFor(() => r.ready, 4000, 'deployment replica ready');
+  await waitFor(() => r.ready, 30_000, 'deployment replica ready');
   t.pass('ready');
 });
 
@@ -266,7 +272,7 @@ t.test('gRPC health check: SERVING passes, NOT_SERVING and no server fail', asyn
   await new Promise((resolve) => setTimeout(resolve, 300));
   t.equal(r.ready, false, 'NOT_SERVING');
   status = 'SERVING';
-  await waitFor(() => r.ready, 4000, 'SERVING');
+  await waitFor(() => r.ready, 30_000, 'SERVING');
   t.pass('ready when SERVING');
   const { checkGrpc } = await import('../../src/local/checks.js');
   const closed = await allocatePort();
@@ -292,15 +298,15 @@ t.test('startProbing: period and initial delay run on the injected clock', async
   t.teardown(stop);
   t.same(clock.pending(), [5000], 'first check after the initial delay');
   clock.advance(5000);
-  await waitFor(() => r.ready, 3000, 'ready');
-  await waitFor(() => clock.pending().length === 1, 3000, 'next check scheduled');
+  await waitFor(() => r.ready, 30_000, 'ready');
+  await waitFor(() => clock.pending().length === 1, 30_000, 'next check scheduled');
   t.same(clock.pending(), [10_000], 'next check a period later');
   await new Promise((resolve) => server.close(resolve));
   clock.advance(9_999);
   await new Promise((resolve) => setTimeout(resolve, 50));
   t.equal(r.ready, true, 'no check before the period');
   clock.advance(1);
-  await waitFor(() => !r.ready, 3000, 'not ready after the failed check');
+  await waitFor(() => !r.ready, 30_000, 'not ready after the failed check');
   stop();
   t.same(clock.pending(), [], 'stop clears the timer');
 });
@@ -333,7 +339,7 @@ t.test('startProbing: a ready replica of a workload without traffic is checked a
   t.teardown(stop);
   const nextCheck = async (n: number): Promise<number[]> => {
     // While a check runs, its 1 s timeout is the pending timer; after it, the next check's wait.
-    await waitFor(() => checks === n && clock.pending().length === 1 && clock.pending()[0] !== 1000, 3000, `check ${n} done`);
+    await waitFor(() => checks === n && clock.pending().length === 1 && clock.pending()[0] !== 1000, 30_000, `check ${n} done`);
     return clock.pending();
   };
   clock.advance(0);
@@ -498,7 +504,7 @@ t.test('startProbing: a replica that is not ready yet keeps the period while its
   );
   t.teardown(stop);
   clock.advance(0);
-  await waitFor(() => checks === 1 && clock.pending().length === 1 && clock.pending()[0] !== 1000, 3000, 'first check done');
+  await waitFor(() => checks === 1 && clock.pending().length === 1 && clock.pending()[0] !== 1000, 30_000, 'first check done');
   t.same(clock.pending(), [5_000], 'a replica still starting is checked again at the period');
   t.equal(r.ready, false);
 });

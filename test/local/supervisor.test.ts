@@ -78,7 +78,7 @@ t.test('starts replicas with the platform environment, registers them, probes th
   t.equal(east[0]!.ready, false, 'not ready before probing');
   t.equal(east[0]!.ports.get(8080)?.host, '127.0.0.1');
   t.not(east[0]!.ports.get(8080)?.port, gcp[0]!.ports.get(8080)?.port, 'each replica its own port');
-  await waitFor(() => registry.hasReady('demo/api', 'aws-us-east-2') && registry.hasReady('demo/api', 'gcp-us-east1'), 8000, 'ready');
+  await waitFor(() => registry.hasReady('demo/api', 'aws-us-east-2') && registry.hasReady('demo/api', 'gcp-us-east1'), 30_000, 'ready');
 
   const env = JSON.parse(await get(gcp[0]!.ports.get(8080)!.port)) as Record<string, string>;
   t.equal(env.PORT, String(gcp[0]!.ports.get(8080)!.port));
@@ -97,7 +97,7 @@ t.test('starts replicas with the platform environment, registers them, probes th
   t.equal(env.GREETING, 'hi');
   t.equal(env.PATH, process.env.PATH, 'inherits PATH');
 
-  await waitFor(() => lines.some((l) => l.msg === `listening ${env.PORT}`), 3000, 'output logged');
+  await waitFor(() => lines.some((l) => l.msg === `listening ${env.PORT}`), 30_000, 'output logged');
   const line = lines.find((l) => l.msg === `listening ${env.PORT}`)!;
   t.has(line, { workload: 'api', location: 'gcp-us-east1', replica: 'api-0', container: 'app', stream: 'stdout' });
 });
@@ -106,14 +106,14 @@ t.test('a crashed process is marked not ready and restarted after the backoff', 
   const { sup, registry, lines } = setup(t, { backoffMs: 400 });
   await sup.apply(one({ name: 'api', containers: [app(SERVER)] }));
   const [r] = registry.list('demo/api', 'aws-us-east-2') as Replica[];
-  await waitFor(() => r!.ready, 8000, 'ready');
+  await waitFor(() => r!.ready, 30_000, 'ready');
   const firstPid = sup.processes()[0]!.pid!;
   const events: [boolean, number][] = [];
   registry.on('ready', (x: Replica) => events.push([x.ready, Date.now()]));
   await get(r!.ports.get(8080)!.port, '/crash');
-  await waitFor(() => !r!.ready, 3000, 'not ready after the crash');
+  await waitFor(() => !r!.ready, 30_000, 'not ready after the crash');
   t.equal(sup.processes()[0]!.pid, undefined, 'no process while backing off');
-  await waitFor(() => r!.ready, 8000, 'ready again');
+  await waitFor(() => r!.ready, 30_000, 'ready again');
   const [down, up] = events;
   t.equal(down![0], false);
   t.equal(up![0], true);
@@ -128,7 +128,7 @@ t.test('a crashed process is marked not ready and restarted after the backoff', 
 t.test('a command that cannot start is retried with backoff, never ready', async (t) => {
   const { sup, registry, lines } = setup(t, { backoffMs: 50 });
   await sup.apply(one({ name: 'ghost', containers: [container({ command: '/nonexistent/app' })] }));
-  await waitFor(() => lines.filter((l) => l.msg === 'process could not be started').length >= 3, 5000, 'retries');
+  await waitFor(() => lines.filter((l) => l.msg === 'process could not be started').length >= 3, 30_000, 'retries');
   const delays = lines.filter((l) => l.msg === 'process could not be started').map((l) => l.restartInMs);
   t.same(delays.slice(0, 3), [50, 100, 200], 'doubling');
   t.equal(registry.list('demo/ghost', 'aws-us-east-2')[0]!.ready, false);
@@ -137,7 +137,7 @@ t.test('a command that cannot start is retried with backoff, never ready', async
 t.test('stop() sends SIGTERM and resolves when all exited', async (t) => {
   const { sup, registry, lines } = setup(t);
   await sup.apply(snapshot({ workloads: [workload({ name: 'api', containers: [app(SERVER)] })] }));
-  await waitFor(() => sup.processes().every((p) => p.ready), 8000, 'ready');
+  await waitFor(() => sup.processes().every((p) => p.ready), 30_000, 'ready');
   const pids = sup.processes().map((p) => p.pid!);
   t.equal(pids.length, 2);
   const started = Date.now();
@@ -153,7 +153,7 @@ t.test('stop() sends SIGTERM and resolves when all exited', async (t) => {
 t.test('a process ignoring SIGTERM is killed after the grace period', async (t) => {
   const { sup, lines } = setup(t);
   await sup.apply(one({ name: 'stubborn', containers: [app(STUBBORN)], terminationGracePeriodSeconds: 0.4 }));
-  await waitFor(() => sup.processes()[0]!.ready, 8000, 'ready');
+  await waitFor(() => sup.processes()[0]!.ready, 30_000, 'ready');
   const pid = sup.processes()[0]!.pid!;
   const started = Date.now();
   await sup.stop();
@@ -167,7 +167,7 @@ t.test('a process ignoring SIGTERM is killed after the grace period', async (t) 
 t.test("stop(graceMs) caps the workload's grace period", async (t) => {
   const { sup } = setup(t);
   await sup.apply(one({ name: 'stubborn', containers: [app(STUBBORN)], terminationGracePeriodSeconds: 90 }));
-  await waitFor(() => sup.processes()[0]!.ready, 8000, 'ready');
+  await waitFor(() => sup.processes()[0]!.ready, 30_000, 'ready');
   const started = Date.now();
   await sup.stop(300);
   const took = Date.now() - started;
@@ -178,20 +178,20 @@ t.test('apply(): scale up, restart on change, stop removed', async (t) => {
   const { sup, registry } = setup(t);
   const base = { name: 'api', containers: [app(SERVER)] };
   await sup.apply(one(base));
-  await waitFor(() => sup.processes().every((p) => p.pid !== undefined), 5000, 'started');
+  await waitFor(() => sup.processes().every((p) => p.pid !== undefined), 30_000, 'started');
   const pid0 = sup.processes()[0]!.pid;
 
   await sup.apply(one({ ...base, defaultOptions: { minScale: 2 } }));
   t.same(registry.list('demo/api', 'aws-us-east-2').map((r) => r.name), ['api-0', 'api-1'], 'scaled to 2');
-  await waitFor(() => sup.processes().length === 2 && sup.processes().every((p) => p.pid !== undefined), 5000, 'both started');
+  await waitFor(() => sup.processes().length === 2 && sup.processes().every((p) => p.pid !== undefined), 30_000, 'both started');
   t.equal(sup.processes().find((p) => p.replica === 'api-0')!.pid, pid0, 'api-0 untouched');
 
   await sup.apply(one({ ...base, containers: [app(SERVER, { env: [{ name: 'V', value: '2' }] })] }));
   t.same(registry.list('demo/api', 'aws-us-east-2').map((r) => r.name), ['api-0'], 'scaled back to 1');
-  await waitFor(() => sup.processes()[0]?.pid !== undefined, 5000, 'restarted');
+  await waitFor(() => sup.processes()[0]?.pid !== undefined, 30_000, 'restarted');
   t.not(sup.processes()[0]!.pid, pid0, 'changed container restarted');
   t.equal(sup.processes()[0]!.env.V, '2');
-  await waitFor(() => !alive(pid0!), 5000, 'old process stopped');
+  await waitFor(() => !alive(pid0!), 30_000, 'old process stopped');
 
   await sup.apply(one({ ...base, defaultOptions: { suspend: true } }));
   t.same(registry.all(), [], 'suspended: nothing runs');
@@ -211,7 +211,7 @@ t.test('a replica of two containers is ready when both are', async (t) => {
     }),
   );
   const [r] = registry.list('demo/pair', 'aws-us-east-2');
-  await waitFor(() => sup.processes().find((p) => p.container === 'web')!.ready, 8000, 'web ready');
+  await waitFor(() => sup.processes().find((p) => p.container === 'web')!.ready, 30_000, 'web ready');
   await new Promise((resolve) => setTimeout(resolve, 200));
   t.equal(r!.ready, false, 'side never listens: replica not ready');
   const side = sup.processes().find((p) => p.container === 'side')!;
@@ -222,10 +222,10 @@ t.test('a replica of two containers is ready when both are', async (t) => {
 t.test('killNow() kills every process synchronously', async (t) => {
   const { sup } = setup(t);
   await sup.apply(one({ name: 'stubborn', containers: [app(STUBBORN)] }));
-  await waitFor(() => sup.processes()[0]?.pid !== undefined, 8000, 'started');
+  await waitFor(() => sup.processes()[0]?.pid !== undefined, 30_000, 'started');
   const pid = sup.processes()[0]!.pid!;
   sup.killNow();
-  await waitFor(() => !alive(pid), 5000, 'killed');
+  await waitFor(() => !alive(pid), 30_000, 'killed');
   t.pass('gone without a grace period');
   await sup.stop(100);
 });
