@@ -216,6 +216,8 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       else connect?.(req as http.IncomingMessage, second as Duplex, head);
     }) as never);
     secure.on('secureConnection', track);
+    // HTTP/1.1 over TLS is parsed by Node's HTTP/1.1 server code, which reports its errors here.
+    secure.on('clientError', onClientError);
     secure.on('sessionError', () => undefined);
     secure.on('session', growSessionWindow);
     // HTTP/1.1 over TLS is served by this server's own HTTP/1.1 code path, which reads the same

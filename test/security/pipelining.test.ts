@@ -154,3 +154,36 @@ t.test('TLS: nothing pipelined behind a refused HTTP/1.1 request is served', asy
   }
   t.equal(up.seen.length, 0, 'nothing forwarded');
 });
+
+t.test('TLS: an answer under way is delivered whole before a malformed request closes the connection', async (t) => {
+  const dir = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => (release = r));
+  let arrived: () => void = () => undefined;
+  const slowArrived = new Promise<void>((r) => (arrived = r));
+  const up = await startRecorder(t, (req, res) => {
+    if (req.url !== '/slow') return false;
+    arrived();
+    void released.then(() => res.end('slow answer'));
+    return true;
+  });
+  const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] } }), {
+    listenTls: ['127.0.0.1:0'],
+    tls: { certFile: `${dir}cert.pem`, keyFile: `${dir}key.pem` },
+  });
+  await plane.ready();
+  const port = plane.runtime.listeners.find((l) => l.tls)!.address.port;
+  const socket = tls.connect({ port, host: '127.0.0.1', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+  socket.on('error', () => undefined);
+  socket.once('secureConnect', () => socket.write(`GET /slow HTTP/1.1\r\nHost: ${H}\r\n\r\nGET /b HTTP/1.1\r\nHost: ${H}\r\nX-A: a\rb\r\n\r\n${SMUGGLED}`));
+  let text = '';
+  socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+  const closed = new Promise((r) => socket.once('close', r));
+  await slowArrived;
+  await new Promise((r) => setTimeout(r, 100));
+  release();
+  await closed;
+  t.same([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 400], 'the answer, then the 400');
+  t.match(text, /slow answer/, 'the first answer whole');
+  t.same(up.seen.map((s) => s.url), ['/slow']);
+});
