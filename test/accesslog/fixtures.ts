@@ -105,7 +105,7 @@ export function accessLog(clusterName: string, extra: { logName?: string; flush?
   };
 }
 
-export async function waitUntil(check: () => boolean, timeoutMs = 8000, what = 'condition'): Promise<void> {
+export async function waitUntil(check: () => boolean, timeoutMs = 30_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

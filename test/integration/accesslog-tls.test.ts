@@ -57,11 +57,11 @@ t.test('entries arrive over TLS: the CA from a file, or inline with an sni', { s
 
   const byFile = await plane(t, als.port, tlsSocket({ common_tls_context: { validation_context: { trusted_ca: { filename: pki!.caFile } } } }));
   t.equal((await request(byFile.port, CANONICAL, '/by-file')).status, 200);
-  await waitUntil(() => als.entries().some((e) => e.request.path === '/by-file'), 8000, 'the entry sent over TLS (CA file, the address checked)');
+  await waitUntil(() => als.entries().some((e) => e.request.path === '/by-file'), 30_000, 'the entry sent over TLS (CA file, the address checked)');
 
   const inline = await plane(t, als.port, tlsSocket({ sni: 'localhost', common_tls_context: { validation_context: { trusted_ca: { inline_string: pki!.ca.toString() } } } }));
   t.equal((await request(inline.port, CANONICAL, '/inline')).status, 200);
-  await waitUntil(() => als.entries().some((e) => e.request.path === '/inline'), 8000, 'the entry sent over TLS (inline CA, sni localhost)');
+  await waitUntil(() => als.entries().some((e) => e.request.path === '/inline'), 30_000, 'the entry sent over TLS (inline CA, sni localhost)');
   t.ok(als.streams.every((s) => s[0]?.identifier), 'each stream starts with the identifier');
 });
 
@@ -92,7 +92,7 @@ t.test('a server that asks for a client certificate gets the cluster\'s, and wit
     common_tls_context: { ...trusted, tls_certificates: [{ certificate_chain: { inline_string: local.client.cert.toString() }, private_key: { inline_string: local.client.key.toString() } }] },
   }));
   t.equal((await request(withCert.port, CANONICAL, '/with-cert')).status, 200);
-  await waitUntil(() => als.entries().some((e) => e.request.path === '/with-cert'), 8000, 'the entry sent with the client certificate');
+  await waitUntil(() => als.entries().some((e) => e.request.path === '/with-cert'), 30_000, 'the entry sent with the client certificate');
 
   const cases: [string, Record<string, unknown>][] = [
     ['no client certificate', tlsSocket({ common_tls_context: trusted })],

@@ -67,9 +67,9 @@ t.test('entries carry Envoy\'s fields; the identifier comes only first in a stre
     'user-agent': 'als-test/1', referer: 'https://ref.example/', 'x-tenant': 't-42', 'x-request-id': 'req-1', 'x-forwarded-for': '203.0.113.9',
   }, ['hello ', 'world']);
   t.equal(status, 201);
-  await waitUntil(() => als.entries().length === 1, 8000, 'first entry');
+  await waitUntil(() => als.entries().length === 1, 30_000, 'first entry');
   await request(plane.port, CANONICAL, '/second');
-  await waitUntil(() => als.entries().length === 2, 8000, 'second entry');
+  await waitUntil(() => als.entries().length === 2, 30_000, 'second entry');
 
   t.equal(als.streams.length, 1, 'one stream');
   const [first, second] = als.streams[0]!;
@@ -126,7 +126,7 @@ t.test('batching: by interval and by size', async (t) => {
   const byInterval = await startPlane(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${upstream.port}`] }, gvcSpec: envoy(als.port, accessLog('als', { flush: '0.3s' })) }));
   await byInterval.ready();
   await Promise.all(Array.from({ length: 12 }, (_, i) => request(byInterval.port, CANONICAL, `/b${i}`)));
-  await waitUntil(() => als.entries().length === 12, 8000, '12 entries');
+  await waitUntil(() => als.entries().length === 12, 30_000, '12 entries');
   const sizes = als.streams.flat().map((m) => m.http_logs!.log_entry.length);
   t.ok(Math.max(...sizes) >= 6, `entries batched per message: ${sizes.join(', ')}`);
 
@@ -134,7 +134,7 @@ t.test('batching: by interval and by size', async (t) => {
   const small = await startPlane(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${upstream.port}`] }, gvcSpec: envoy(bySize.port, accessLog('als', { flush: '60s', bytes: 1 })) }));
   await small.ready();
   for (let i = 0; i < 3; i++) await request(small.port, CANONICAL, `/s${i}`);
-  await waitUntil(() => bySize.entries().length === 3, 8000, 'entries flushed by size despite a 60 s interval');
+  await waitUntil(() => bySize.entries().length === 3, 30_000, 'entries flushed by size despite a 60 s interval');
   t.ok(bySize.streams.flat().every((m) => m.http_logs!.log_entry.length === 1), 'a message per entry at a 1-byte buffer');
 });
 
@@ -168,7 +168,7 @@ t.test('excludedWorkloads on logs and clusters; a workload\'s own logs', async (
   await plane.ready();
   t.equal((await request(plane.port, `web-${ALIAS}.app.localhost`, '/web')).status, 201);
   t.equal((await request(plane.port, CANONICAL, '/api')).status, 201);
-  await waitUntil(() => als.entries().length >= 1, 8000, 'the api entry');
+  await waitUntil(() => als.entries().length >= 1, 30_000, 'the api entry');
   await new Promise((r) => setTimeout(r, 300));
   t.same(als.entries().map((e) => e.request.path), ['/api'], 'the excluded workload is not logged');
 });
@@ -184,13 +184,13 @@ t.test('a restarted server gets a new stream with the identifier; entries buffer
   const plane = await startPlane(t, recs, { telemetry });
   await plane.ready();
   await request(plane.port, CANONICAL, '/before');
-  await waitUntil(() => als.entries().length === 1, 8000, 'first entry');
+  await waitUntil(() => als.entries().length === 1, 30_000, 'first entry');
 
   await als.stop();
   for (let i = 0; i < 3; i++) t.equal((await request(plane.port, CANONICAL, `/while-down-${i}`)).status, 201, 'requests do not wait for the log');
   await new Promise((r) => setTimeout(r, 300));
   await als.restart();
-  await waitUntil(() => als.entries().length === 4, 10_000, 'buffered entries after the restart');
+  await waitUntil(() => als.entries().length === 4, 30_000, 'buffered entries after the restart');
   t.equal(als.streams.length, 2, 'a second stream');
   t.ok(als.streams[1]![0]!.identifier, 'which starts with the identifier');
   t.same(als.entries().slice(1).map((e) => e.request.path), ['/while-down-0', '/while-down-1', '/while-down-2']);
@@ -210,7 +210,7 @@ t.test('local replies carry response flags; a standalone sidecar logs, the ingre
   const { ingress } = await startSidecarBehindIngress(t, base, upstream.port, { location: LOCATION, sidecar: { location: LOCATION } });
   await ingress.ready();
   t.equal((await request(ingress.port, CANONICAL, '/through')).status, 201);
-  await waitUntil(() => als.entries().length >= 1, 8000, 'the sidecar entry');
+  await waitUntil(() => als.entries().length >= 1, 30_000, 'the sidecar entry');
   await new Promise((r) => setTimeout(r, 200));
   t.equal(als.entries().length, 1, 'logged once');
   t.equal(als.streams[0]![0]!.identifier!.node.id, 'api-0', 'by the sidecar, named by its replica');
@@ -218,7 +218,7 @@ t.test('local replies carry response flags; a standalone sidecar logs, the ingre
   const down = records({ replicas: { [LOCATION]: [] }, gvcSpec: envoy(als.port, accessLog('als', { flush: '0.05s' })) });
   const empty = await startPlane(t, down);
   t.equal((await request(empty.port, CANONICAL, '/nothing')).status, 503);
-  await waitUntil(() => als.entries().some((e) => e.request.path === '/nothing'), 8000, 'the 503 entry');
+  await waitUntil(() => als.entries().some((e) => e.request.path === '/nothing'), 30_000, 'the 503 entry');
   const e = als.entries().find((x) => x.request.path === '/nothing')!;
   t.match(e.common_properties.response_flags, { no_healthy_upstream: true });
   t.match(e.response, { response_code: { value: 503 }, response_code_details: 'no_healthy_upstream' });

@@ -109,7 +109,7 @@ t.test('B3 single and multi headers continue the trace and are injected back wit
   t.equal(m.traceparent, `00-0000000000000000${short}-${m['x-b3-spanid']}-01`);
   t.notOk('b3' in m, 'no format the caller did not use but W3C');
 
-  const spans = await waitForSpans(otlp, 2, 8000, (x) => x.kind === 'SPAN_KIND_SERVER');
+  const spans = await waitForSpans(otlp, 2, 30_000, (x) => x.kind === 'SPAN_KIND_SERVER');
   t.same(spans.map((x) => x.traceId).sort(), [TRACE_ID, `0000000000000000${short}`].sort());
   t.equal(spans.find((x) => x.traceId === TRACE_ID)!.parentSpanId, PARENT_ID);
   t.equal(spans.find((x) => x.traceId !== TRACE_ID)!.parentSpanId, 'a2fb4a1d1a96d312');
@@ -144,7 +144,7 @@ t.test('sampling: 0, 50 and 100 percent for requests without a decision; a calle
     const statuses = await many(plane.port, 400);
     t.ok(statuses.every((s) => s === 200), `sampling ${sampling}: every request answered`);
     await telemetry.flush();
-    if (high > 0) await waitForSpans(otlp, low, 8000, (s) => s.kind === 'SPAN_KIND_SERVER');
+    if (high > 0) await waitForSpans(otlp, low, 30_000, (s) => s.kind === 'SPAN_KIND_SERVER');
     const n = servers().length;
     t.ok(n >= low && n <= high, `sampling ${sampling}: ${n} of 400 requests traced (expected ${low}–${high})`);
     if (sampling === 50) t.equal(byKind(otlp.spans, 'CLIENT').length, n, 'an attempt span for each sampled request, none for the others');
@@ -156,7 +156,7 @@ t.test('sampling: 0, 50 and 100 percent for requests without a decision; a calle
     const unsampled = await request(plane.port, CANONICAL, '/', { headers: { traceparent: `00-${other}-${PARENT_ID}-00` } });
     t.match(JSON.parse(unsampled.body).headers.traceparent, new RegExp(`^00-${other}-[0-9a-f]{16}-00$`), 'an unsampled context is still propagated');
     await telemetry.flush();
-    await waitForSpans(otlp, 1, 8000, (s) => s.traceId === TRACE_ID && s.kind === 'SPAN_KIND_SERVER');
+    await waitForSpans(otlp, 1, 30_000, (s) => s.traceId === TRACE_ID && s.kind === 'SPAN_KIND_SERVER');
     await new Promise((r) => setTimeout(r, 100));
     t.notOk(otlp.spans.some((s) => s.traceId === other), `sampling ${sampling}: a caller's "not sampled" is honored`);
   }
@@ -244,7 +244,7 @@ t.test('provider.controlplane sends to --tracing-collector, and without one does
   const withCollector = await startPlane(t, recs, { tracingCollector: collector.endpoint });
   await withCollector.ready();
   t.equal((await request(withCollector.port, CANONICAL, '/')).status, 200);
-  await waitForSpans(collector, 2, 8000);
+  await waitForSpans(collector, 2, 30_000);
 
   const without = await startPlane(t, recs);
   await without.ready();

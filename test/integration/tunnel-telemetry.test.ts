@@ -94,7 +94,7 @@ t.test('at the ingress: spans, an access-log entry and line per tunnel; refusals
     await finish(socket, 150);
 
     await telemetry.flush();
-    const spans = await waitForSpans(otlp, 2, 8000, (s) => s.traceId === TRACE_ID);
+    const spans = await waitForSpans(otlp, 2, 30_000, (s) => s.traceId === TRACE_ID);
     const [server] = kind(spans, 'SERVER');
     const [client] = kind(spans, 'CLIENT');
     t.ok(server && client, 'a server span and a client span');
@@ -111,7 +111,7 @@ t.test('at the ingress: spans, an access-log entry and line per tunnel; refusals
     t.ok(server!.endNs - server!.startNs >= 140_000_000n, 'the span lasts as long as the connection');
     t.equal(server!.status, 'STATUS_CODE_UNSET');
 
-    await waitUntil(() => als.entries().some((e) => e.request.path === '/raw'), 8000, 'the entry');
+    await waitUntil(() => als.entries().some((e) => e.request.path === '/raw'), 30_000, 'the entry');
     const e = als.entries().find((x) => x.request.path === '/raw')!;
     t.match(e.request, { request_method: 'GET', authority: API, request_body_bytes: '1000', user_agent: 'ws-test/1' });
     t.match(e.response, { response_code: { value: 101 }, response_body_bytes: '1000', response_code_details: 'via_upstream' });
@@ -136,7 +136,7 @@ t.test('at the ingress: spans, an access-log entry and line per tunnel; refusals
     await finish(socket, 100);
 
     await telemetry.flush();
-    const spans = await waitForSpans(otlp, 2, 8000, (s) => s.traceId === B3_TRACE);
+    const spans = await waitForSpans(otlp, 2, 30_000, (s) => s.traceId === B3_TRACE);
     const [server] = kind(spans, 'SERVER');
     const [client] = kind(spans, 'CLIENT');
     t.equal(server!.name, 'CONNECT');
@@ -149,7 +149,7 @@ t.test('at the ingress: spans, an access-log entry and line per tunnel; refusals
     t.notOk('url.path' in server!.attributes, 'a CONNECT has no path');
     t.match(client!.attributes, { 'http.response.status_code': 200, 'server.port': echo.port });
 
-    await waitUntil(() => als.entries().some((e) => e.request.request_method === 'CONNECT' && e.response.response_code?.value === 200), 8000, 'the entry');
+    await waitUntil(() => als.entries().some((e) => e.request.request_method === 'CONNECT' && e.response.response_code?.value === 200), 30_000, 'the entry');
     const e = als.entries().find((x) => x.request.request_method === 'CONNECT' && x.response.response_code?.value === 200)!;
     t.match(e.request, { authority: DB, path: '', request_body_bytes: '14' });
     t.match(e.response, { response_body_bytes: '14', response_headers_bytes: '0', response_code_details: 'via_upstream' });
@@ -170,14 +170,14 @@ t.test('at the ingress: spans, an access-log entry and line per tunnel; refusals
     await readAll(failed);
 
     await telemetry.flush();
-    const [notFound] = await waitForSpans(otlp, 1, 8000, (s) => s.traceId === '1'.repeat(32) && s.kind === 'SPAN_KIND_SERVER');
+    const [notFound] = await waitForSpans(otlp, 1, 30_000, (s) => s.traceId === '1'.repeat(32) && s.kind === 'SPAN_KIND_SERVER');
     t.match(notFound!.attributes, { 'http.response.status_code': 404, 'error.type': 'no_route' });
-    const spans = await waitForSpans(otlp, 2, 8000, (s) => s.traceId === '2'.repeat(32));
+    const spans = await waitForSpans(otlp, 2, 30_000, (s) => s.traceId === '2'.repeat(32));
     t.match(kind(spans, 'SERVER')[0]!.attributes, { 'http.response.status_code': 503, 'error.type': 'upstream_reset' });
     t.equal(kind(spans, 'SERVER')[0]!.status, 'STATUS_CODE_ERROR');
     t.match(kind(spans, 'CLIENT')[0]!.attributes, { 'error.type': 'reset' });
 
-    await waitUntil(() => als.entries().filter((e) => [404, 503].includes(e.response.response_code?.value)).length === 2, 8000, 'both entries');
+    await waitUntil(() => als.entries().filter((e) => [404, 503].includes(e.response.response_code?.value)).length === 2, 30_000, 'both entries');
     const e404 = als.entries().find((e) => e.response.response_code?.value === 404)!;
     t.match(e404.request, { request_method: 'CONNECT', authority: `api-${ALIAS}.app.localhost:443` });
     t.match(e404.common_properties.response_flags, { no_route_found: true });
@@ -223,7 +223,7 @@ t.test('through standalone sidecars: the trace spans both hops; only the sidecar
   await finish(tunnel, 50);
 
   for (const [trace, service, name] of [[TRACE_ID, 'api', 'GET'], [B3_TRACE, 'db', 'CONNECT']] as const) {
-    const spans = await waitForSpans(otlp, 4, 8000, (s) => s.traceId === trace);
+    const spans = await waitForSpans(otlp, 4, 30_000, (s) => s.traceId === trace);
     const [ingressServer] = kind(spans, 'SERVER', 'svcproxy-ingress');
     const [ingressClient] = kind(spans, 'CLIENT', 'svcproxy-ingress');
     const [sidecarServer] = kind(spans, 'SERVER', service);
@@ -239,7 +239,7 @@ t.test('through standalone sidecars: the trace spans both hops; only the sidecar
   }
   t.equal(String(ws.seen.at(-1)!.headers.traceparent).split('-')[1], TRACE_ID, 'the app is in the trace');
 
-  await waitUntil(() => als.entries().length >= 2, 8000, 'the sidecars\' entries');
+  await waitUntil(() => als.entries().length >= 2, 30_000, 'the sidecars\' entries');
   await sleep(200);
   t.equal(als.entries().length, 2, 'one entry per tunnel: the ingress does not log what a sidecar logs');
   const nodes = als.streams.map((s) => s[0]!.identifier!.node.id).sort();
@@ -262,6 +262,6 @@ t.test('without tracing or access-log services, a tunnel still gets its access-l
   socket.write('x');
   await readBytes(socket, 1, head.rest);
   await finish(socket, 10);
-  await waitUntil(() => log.access().length === 1, 2000, 'the line');
+  await waitUntil(() => log.access().length === 1, 30_000, 'the line');
   t.match(log.access()[0], { method: 'CONNECT', host: DB, status: 200, tunnel: 'connect', bytesSent: 1, bytesReceived: 1, workload: 'db' });
 });

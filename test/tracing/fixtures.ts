@@ -203,7 +203,7 @@ export async function startOtlpHttp(t: TapLike): Promise<Receiver & { paths: str
   return receiver;
 }
 
-export async function waitForSpans(receiver: { spans: ReceivedSpan[] }, count: number, timeoutMs = 8000, filter: (s: ReceivedSpan) => boolean = () => true): Promise<ReceivedSpan[]> {
+export async function waitForSpans(receiver: { spans: ReceivedSpan[] }, count: number, timeoutMs = 30_000, filter: (s: ReceivedSpan) => boolean = () => true): Promise<ReceivedSpan[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const matching = receiver.spans.filter(filter);
