@@ -363,6 +363,8 @@ export class ResponseParser {
           break;
         }
         case 'transfer-encoding':
+          // An empty one is refused on any answer, interim ones included (llhttp 9, Node 22, does too).
+          if (value === '') return 'unsupported transfer-encoding ""';
           // Trailing blanks kept: `chunked` followed by a tab is another coding to llhttp.
           transferEncoding = transferEncoding === undefined ? head.slice(from, lineEnd) : `${transferEncoding}, ${head.slice(from, lineEnd)}`;
           break;
