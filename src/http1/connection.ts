@@ -390,9 +390,11 @@ export class Connection implements ResponseSink {
   };
 
   private readonly onEnd = (): void => {
-    // The upstream closed its side: a body read to the close is complete; anything else is cut.
+    // The upstream closed its side: a body read to the close is complete; anything else is cut
+    // short, a disconnect as when the socket closes (503 UPSTREAM_RESET, Envoy's UC), not bytes that
+    // broke the protocol (502 UPSTREAM_PROTOCOL_ERROR).
     const err = this.parser.finish();
-    if (err) this.fail(err);
+    if (err) this.fail(new UpstreamClosedError(err.message));
     this.destroy();
   };
 
