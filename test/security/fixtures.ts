@@ -19,10 +19,14 @@ export interface RawAnswer {
 }
 
 /**
- * Write `parts` (with `gapMs` between them) on a new connection and collect the answer until the
- * proxy closes or `waitMs` passes.
+ * Write `parts` (with `gapMs` between them, and each later one only once `before(received)` holds
+ * when given) on a new connection and collect the answer until the proxy closes or `waitMs` passes.
  */
-export function raw(port: number, parts: string | Buffer | (string | Buffer)[], opts: { gapMs?: number; waitMs?: number } = {}): Promise<RawAnswer> {
+export function raw(
+  port: number,
+  parts: string | Buffer | (string | Buffer)[],
+  opts: { gapMs?: number; waitMs?: number; before?: (received: string) => boolean } = {},
+): Promise<RawAnswer> {
   const list = Array.isArray(parts) ? parts : [parts];
   const { gapMs = 50, waitMs = 2000 } = opts;
   return new Promise((resolve) => {
@@ -43,6 +47,8 @@ export function raw(port: number, parts: string | Buffer | (string | Buffer)[], 
     socket.on('connect', async () => {
       for (let i = 0; i < list.length && !closed; i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+        // `before`: what must have arrived before a later part is written (an event, not a time).
+        while (i > 0 && opts.before && !opts.before(text) && !closed) await new Promise((r) => setTimeout(r, 10));
         if (!socket.destroyed) socket.write(list[i]!);
       }
     });
@@ -67,6 +73,8 @@ export interface Seen {
   body: string;
   /** The request was cut before its body ended. */
   aborted: boolean;
+  /** The request is over, complete or cut (`aborted` is final from then on). */
+  closed: boolean;
 }
 
 /** An upstream that records every request and answers 200 with `ok` (after its body). */
@@ -75,13 +83,14 @@ export async function startRecorder(t: TapLike, answer?: (req: http.IncomingMess
   const sockets = new Set<net.Socket>();
   // As large a head as the proxy accepts, so the upstream's own limit never answers for it.
   const server = http.createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
-    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: '', aborted: false };
+    const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: '', aborted: false, closed: false };
     seen.push(entry);
     if (answer?.(req, res)) return;
     req.on('data', (c: Buffer) => (entry.body += c.toString('latin1')));
     req.on('error', () => undefined);
     req.on('close', () => {
       if (!req.complete) entry.aborted = true;
+      entry.closed = true;
     });
     req.on('end', () => res.end('ok'));
   });
