@@ -258,7 +258,7 @@ t.test('backpressure: write says when to wait, drain says when to go on', async 
   const socket = net.connect(p.quick, '127.0.0.1');
   socket.write('GET / HTTP/1.1\r\n\r\n');
   socket.pause();
-  await new Promise((r) => setTimeout(r, 200));
+  await until(() => refused >= 1);
   t.ok(refused >= 1, 'a write was refused while the client did not read');
   let bytes = 0;
   const done = new Promise<void>((resolve) =>
@@ -368,6 +368,14 @@ t.test('a large body with a slow reader: backpressure, every byte once', async (
   t.ok(paused >= 4, `the reader paused ${paused} times`);
 });
 
+/** Polls until `check()` holds; 30 s is a hang guard, not a bound on how soon. */
+async function until(check: () => boolean, ms = 30_000): Promise<void> {
+  for (const end = Date.now() + ms; !check(); ) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function waitForText(get: () => string, pattern: RegExp, ms = 10_000): Promise<void> {
   const until = Date.now() + ms;
   while (!pattern.test(get())) {
@@ -409,10 +417,10 @@ t.test('a client that leaves mid-body aborts its request', async (t) => {
   const socket = net.connect(p.quick, '127.0.0.1');
   await once(socket, 'connect');
   socket.write('POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part');
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => events.includes('data'));
   socket.destroy();
   await seen;
-  await new Promise((r) => setTimeout(r, 20));
+  await until(() => events.includes('res close'));
   t.same(events.filter((e) => e !== 'res close'), ['data', 'aborted', 'error ECONNRESET', 'close']);
   t.ok(events.includes('res close'), 'the response closed too');
 });

@@ -113,7 +113,8 @@ function newPool(t: Test, port: number, opts: Partial<ConstructorParameters<type
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function eventually(check: () => boolean, ms = 2000): Promise<boolean> {
+/** Polls until `check()` holds; the 30 s bound is a hang guard (a busy machine is slow, not wrong). */
+async function eventually(check: () => boolean, ms = 30_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) return false;
@@ -372,7 +373,7 @@ t.test('abort: before the answer, mid-body, while waiting in the queue', async (
   answerLater!.write(OK);
   t.equal((await blocker).status, 200);
   t.equal((await waiting).status, 200);
-  await sleep(50);
+  await eventually(() => started.length > 0);
   t.same(started, ['x'], 'the third started and aborted itself');
   t.equal(aborted.result.status, undefined, 'and got nothing');
   t.notMatch(up.received.join(''), /aborted-at-start/, 'it was never written');
@@ -398,6 +399,8 @@ t.test('backpressure: a paused answer stops reading the upstream', async (t) => 
       }
     },
   });
+  // The answer is paused once its first 256 KiB arrived; then time for reading to go on if it would.
+  t.ok(await eventually(() => paused !== undefined), 'the answer arrived and was paused');
   await sleep(300);
   const atPause = received;
   t.ok(atPause < 2 * 1024 * 1024, `reading stopped (${atPause} bytes read)`);
