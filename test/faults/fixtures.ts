@@ -185,8 +185,8 @@ export async function startBlackHole(t: TapLike): Promise<{ port: number; socket
   return { port: (server.address() as net.AddressInfo).port, sockets: () => open.size, accepted: () => accepted };
 }
 
-/** Poll until `check()` or `timeoutMs`; returns whether it became true. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000, everyMs = 20): Promise<boolean> {
+/** Poll until `check()` or `timeoutMs` (a hang guard); returns whether it became true. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, everyMs = 20): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;

@@ -105,7 +105,7 @@ t.test('a black-hole upstream: 504 at the timeout, queued requests too, and no u
   const t0 = performance.now();
   const results = await Promise.all(Array.from({ length: N }, async () => {
     const started = performance.now();
-    const r = await send(plane.port, HOST, '/', { timeoutMs: 5000 });
+    const r = await send(plane.port, HOST, '/', { timeoutMs: 30_000 });
     return { outcome: r.outcome, ms: performance.now() - started };
   }));
   const total = performance.now() - t0;
@@ -117,7 +117,7 @@ t.test('a black-hole upstream: 504 at the timeout, queued requests too, and no u
   // Every attempt was cancelled: the connections that carried one are closed. What may stay open
   // are idle pooled connections (no request on them), which the pool's keep-alive timeout closes.
   const carrying = (): number => [...open.values()].filter((e) => e.bytes > 0).length;
-  t.ok(await eventually(() => carrying() === 0, 3000), `no upstream connection left holding a request (${carrying()})`);
+  t.ok(await eventually(() => carrying() === 0, 30_000), `no upstream connection left holding a request (${carrying()})`);
   await sleep(300);
   t.equal(carrying(), 0, 'and none started later by an attempt that timed out while queued');
   t.ok(open.size <= 256, `${open.size} idle pooled connections at most (the pool size)`);

@@ -155,7 +155,7 @@ export async function startPlane(
     port,
     url: `http://127.0.0.1:${port}`,
     adminUrl: `http://127.0.0.1:${runtime.admin!.address.port}`,
-    ready: () => waitFor(() => runtime.replicas.all().every((r) => r.ready), 5000, 'replicas ready'),
+    ready: () => waitFor(() => runtime.replicas.all().every((r) => r.ready), 30_000, 'replicas ready'),
   };
 }
 
@@ -185,7 +185,8 @@ export async function startSidecarBehindIngress(
   return { sidecar, ingress };
 }
 
-export async function waitFor(check: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+/** Polls `check` every 20 ms; `timeoutMs` is a hang guard (a busy machine is slow, not wrong). */
+export async function waitFor(check: () => boolean, timeoutMs = 30_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -146,8 +146,8 @@ export function testDeps(logger: Logger = pino({ level: 'silent' })): Deps {
   return { clock: systemClock, random: Math.random, logger };
 }
 
-/** Polls `check` every 20 ms until it holds; rejects after `timeoutMs`. */
-export async function waitFor(check: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+/** Polls `check` every 20 ms until it holds; rejects after `timeoutMs` (a hang guard: a busy machine is slow, not wrong). */
+export async function waitFor(check: () => boolean, timeoutMs = 30_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
