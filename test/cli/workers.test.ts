@@ -17,6 +17,10 @@ import { BIN, startProxyProcess, type ProxyProcess } from '../helpers/proxy-proc
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import { eventually, send } from '../faults/fixtures.js';
 
+// Tap's 120 s per file is a hang guard, raised: on a loaded machine this file takes long
+// (several multi-process proxies started one after another: ~65 s with both cores busy).
+t.setTimeout(300_000);
+
 const HOST = `api-${ALIAS}.app.localhost`;
 const LOCATION = 'aws-us-east-2';
 

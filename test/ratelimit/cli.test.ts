@@ -12,6 +12,10 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { envoyRls, freePort, SERVICE, type TapLike } from '../fixtures/ratelimit/servers.js';
 
+// Tap's 120 s per file is a hang guard, raised: on a loaded machine this file takes long
+// (four child processes that compile the TypeScript entry first: 40-90 s with both cores busy).
+t.setTimeout(300_000);
+
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const TS_LOADER = fileURLToPath(new URL('../../node_modules/@tapjs/typescript/dist/esm/import.mjs', import.meta.url));
 const ENTRY = `const { main } = await import(${JSON.stringify(CLI)}); process.exitCode = await main(process.argv.slice(1));`;

@@ -20,6 +20,10 @@ import { BIN, startProxyProcess, type ProxyProcess } from '../helpers/proxy-proc
 import { eventually } from '../faults/fixtures.js';
 import { parseRecords } from '../../src/config/load.js';
 
+// Tap's 120 s per file is a hang guard, raised: on a loaded machine this file takes long
+// (the installed command run many times over, and 4,000 mutated files parsed: ~40 s with both cores busy).
+t.setTimeout(300_000);
+
 /** Marker letters that English messages do not use, so a partial echo is found too. */
 const ALPHABET = 'QZXJKV0123456789';
 function marker(field: string): string {
