@@ -139,7 +139,8 @@ function download(port: number, size: number, onResponse?: (res: http.IncomingMe
   });
 }
 
-async function waitUntil(check: () => boolean, maxMs = 5000): Promise<void> {
+/** Polls until `check()` holds; `maxMs` is a hang guard. */
+async function waitUntil(check: () => boolean, maxMs = 30_000): Promise<void> {
   const deadline = Date.now() + maxMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('timed out');
@@ -202,6 +203,9 @@ t.test('a slow reader makes the upstream wait (HTTP/1.1 → HTTP/1.1)', { timeou
     response = res;
     res.pause();
   });
+  // The quiet period is measured from the answer's head on: before it, a busy machine's slow start
+  // would look like a stall.
+  await waitUntil(() => response !== undefined);
   const stalled = await settled(() => plane.state.written);
   t.ok(response, 'headers arrived');
   t.notOk(plane.state.finished, 'the upstream could not finish while the client was not reading');
@@ -270,6 +274,7 @@ t.test('HTTP/2 upstream: 50 MB both ways, and a slow reader makes it wait', { ti
     response = res;
     res.pause();
   });
+  await waitUntil(() => response !== undefined);
   const stalled = await settled(() => state.written);
   t.ok(response, 'headers arrived');
   t.notOk(state.finished, 'the upstream could not finish while the client was not reading');
