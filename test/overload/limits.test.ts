@@ -16,6 +16,16 @@ import { ALIAS, records, request, startHttpServer, startPlane, echoHandler, wait
 
 const H = `api-${ALIAS}.app.localhost`;
 
+/** `promise`, or `fallback` after `ms`; the timer is cleared either way (it would hold the process open). */
+async function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<T>((r) => (timer = setTimeout(() => r(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function open(port: number): Promise<{ socket: net.Socket; closed: Promise<string> }> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -39,7 +49,7 @@ t.test('maxConnections: the connection past the limit is closed on accept; room 
   const extra = await open(plane.port);
   extra.socket.write(`GET / HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
   // Served instead, it would stay open for the 65 s idle timeout: 20 s tells the two apart on a busy machine.
-  const text = await Promise.race([extra.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 20_000))]);
+  const text = await within(extra.closed, 20_000, 'still open');
   t.equal(text, '', 'the sixth is closed at once, unanswered');
   const refused = await request(plane.port, H, '/').then((r) => r.status, (e: NodeJS.ErrnoException) => e.code);
   t.not(refused, 200, `a request on a new connection fails while the listener is full (${refused})`);
@@ -73,7 +83,7 @@ t.test('maxRequestsPerConnection: the last answer closes the connection', async 
     socket.write(`GET /${i} HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
     await waitFor(() => statuses.length > i, 30_000, `answer ${i + 1}`);
   }
-  await Promise.race([closed, new Promise((r) => setTimeout(r, 30_000))]);
+  await within(closed, 30_000, '');
   t.same(statuses, ['200 keep-alive', '200 keep-alive', '200 close'], 'three answers, the third with Connection: close');
   t.ok(socket.destroyed || socket.readableEnded, 'and the connection is closed');
 });
@@ -103,7 +113,7 @@ t.test('idleTimeout: idle HTTP/1.1 and HTTP/2 connections are closed; a session 
   const h1 = await open(plane.port);
   h1.socket.write(`GET / HTTP/1.1\r\nHost: ${H}\r\n\r\n`);
   const started = Date.now();
-  const text = await Promise.race([h1.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 30_000))]);
+  const text = await within(h1.closed, 30_000, 'still open');
   t.match(text, /^HTTP\/1\.1 200/, 'HTTP/1.1: answered, then closed while idle');
   t.ok(Date.now() - started >= 250, 'not before the idle timeout');
 
@@ -122,7 +132,7 @@ t.test('idleTimeout: idle HTTP/1.1 and HTTP/2 connections are closed; a session 
   });
   t.equal(await get('/slow'), 'late', 'HTTP/2: a stream quiet for 900 ms is not cut by a 300 ms idle timeout');
   t.notOk(goaway, 'no GOAWAY while the stream was open');
-  const closed = await Promise.race([new Promise<boolean>((r) => session.once('close', () => r(true))), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000))]);
+  const closed = await within(new Promise<boolean>((r) => session.once('close', () => r(true))), 30_000, false);
   t.ok(closed, 'then, idle, the session is closed');
   t.ok(goaway, 'with GOAWAY');
 });
