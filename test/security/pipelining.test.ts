@@ -17,6 +17,34 @@ import { raw, startRecorder } from './fixtures.js';
 const H = `api-${ALIAS}.app.localhost`;
 const SMUGGLED = `GET /SMUGGLED HTTP/1.1\r\nHost: ${H}\r\n\r\n`;
 
+/**
+ * A recording upstream whose `/slow` requests are answered only when released: `nextSlow()` gives the
+ * next one's gate (when it arrived, and its release). Everything else is answered at once.
+ */
+async function slowRecorder(t: Parameters<typeof startRecorder>[0]) {
+  const gates: { arrived: () => void; released: Promise<void> }[] = [];
+  const up = await startRecorder(t, (req, res) => {
+    if (req.url !== '/slow') return false;
+    const gate = gates.shift();
+    if (!gate) return false;
+    gate.arrived();
+    void gate.released.then(() => res.end('slow answer'));
+    return true;
+  });
+  return {
+    ...up,
+    nextSlow: () => {
+      let arrived: () => void = () => undefined;
+      let release: () => void = () => undefined;
+      const gate = { arrived: () => arrived(), released: new Promise<void>((r) => (release = r)) };
+      const arrivedP = new Promise<void>((r) => (arrived = r));
+      gates.push(gate);
+      t.teardown(() => release());
+      return { arrived: arrivedP, release: () => release() };
+    },
+  };
+}
+
 t.test('nothing pipelined behind a refused request reaches an upstream', async (t) => {
   const up = await startRecorder(t);
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] } }));
@@ -64,17 +92,7 @@ t.test('HTTP versions other than 1.0 and 1.1 on an HTTP/1 connection: 505 and cl
 });
 
 t.test('an answer already under way is delivered whole before the connection closes', async (t) => {
-  // Answers /slow after `release()`; everything else at once.
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((r) => (release = r));
-  let arrived: () => void = () => undefined;
-  const slowArrived = new Promise<void>((r) => (arrived = r));
-  const up = await startRecorder(t, (req, res) => {
-    if (req.url !== '/slow') return false;
-    arrived();
-    void released.then(() => res.end('slow answer'));
-    return true;
-  });
+  const up = await slowRecorder(t);
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] } }));
   await plane.ready();
   const cases: [name: string, bytes: string, want: number[]][] = [
@@ -87,11 +105,12 @@ t.test('an answer already under way is delivered whole before the connection clo
   ];
   for (const [name, bytes, want] of cases) {
     const before = up.seen.length;
+    const slow = up.nextSlow();
     const answering = raw(plane.port, bytes, { waitMs: 5000 });
-    await slowArrived;
+    await slow.arrived;
     // Let the proxy read (and react to) everything the client sent before the answer comes.
     await new Promise((r) => setTimeout(r, 100));
-    release();
+    slow.release();
     const answer = await answering;
     t.same(answer.statuses, want, `${name}: ${want.join(', ')}`);
     t.match(answer.text, /slow answer/, `${name}: the first answer whole`);
@@ -157,16 +176,8 @@ t.test('TLS: nothing pipelined behind a refused HTTP/1.1 request is served', asy
 
 t.test('TLS: an answer under way is delivered whole before a malformed request closes the connection', async (t) => {
   const dir = fileURLToPath(new URL('../fixtures/tls/', import.meta.url));
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((r) => (release = r));
-  let arrived: () => void = () => undefined;
-  const slowArrived = new Promise<void>((r) => (arrived = r));
-  const up = await startRecorder(t, (req, res) => {
-    if (req.url !== '/slow') return false;
-    arrived();
-    void released.then(() => res.end('slow answer'));
-    return true;
-  });
+  const up = await slowRecorder(t);
+  const slow = up.nextSlow();
   const plane = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] } }), {
     listenTls: ['127.0.0.1:0'],
     tls: { certFile: `${dir}cert.pem`, keyFile: `${dir}key.pem` },
@@ -179,9 +190,9 @@ t.test('TLS: an answer under way is delivered whole before a malformed request c
   let text = '';
   socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
   const closed = new Promise((r) => socket.once('close', r));
-  await slowArrived;
+  await slow.arrived;
   await new Promise((r) => setTimeout(r, 100));
-  release();
+  slow.release();
   await closed;
   t.same([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1])), [200, 400], 'the answer, then the 400');
   t.match(text, /slow answer/, 'the first answer whole');
