@@ -24,7 +24,7 @@ export interface ProxyProcessOptions {
   /** Node's own flags, before the entry point (`--import`, …). */
   readonly nodeArgs?: readonly string[];
   readonly env?: Record<string, string>;
-  /** Flags after the command's own (`--log-level` …). */
+  /** Flags after the command's own (`--log-level` …); `--max-event-loop-delay 0` unless given. */
   readonly extraArgs?: readonly string[];
   /** How long to wait for `/ready` (default 60 s: a hang guard; a busy machine starts a process slowly). */
   readonly readyTimeoutMs?: number;
@@ -34,7 +34,12 @@ export async function startProxyProcess(t: TapLike, args: readonly string[], opt
   // Logs are buffered while the process runs, so the ports are chosen here, not read back.
   const port = await freePort();
   const adminPort = await freePort();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, ...args, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`, ...(opts.extraArgs ?? [])], {
+  // Load shedding off unless a test asks for it (as startPlane does): a busy machine stalls a child
+  // past the 250 ms default (loading undici on the first HTTP ext_authz check did), and a shed 503
+  // would fail tests that are about something else.
+  const extra = opts.extraArgs ?? [];
+  const shedding = extra.includes('--max-event-loop-delay') ? [] : ['--max-event-loop-delay', '0'];
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, ...args, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${adminPort}`, ...shedding, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
   });
