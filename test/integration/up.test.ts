@@ -59,11 +59,11 @@ t.test('the installed command: demo answers, SIGTERM drains and exits 0', async 
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  await waitFor(() => /try:\s+curl http:\/\/\S+/.test(out), 20_000, 'up to print its endpoints');
+  await waitFor(() => /try:\s+curl http:\/\/\S+/.test(out), 60_000, 'up to print its endpoints');
   const url = new URL(/try:\s+curl (http:\/\/\S+)/.exec(out)![1]!);
   t.match(url.hostname, /^echo-[a-z0-9]{13}\.app\.localhost$/);
   let answered = 0;
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 60_000; // a hang guard: a busy machine starts the demo's processes slowly
   while (Date.now() < deadline) {
     const res = await request(Number(url.port), url.hostname, '/').catch(() => undefined);
     if (res?.status === 200) {
