@@ -26,7 +26,7 @@ import {
 } from '../routing/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import { ERRORS, type DownstreamRequest, type DownstreamResponse, type LocalReply } from './errors.js';
+import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
@@ -44,7 +44,7 @@ import { Upstreams } from './upstreams.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import type { OverloadGuard } from './overload.js';
-import { overHttp2, problemCode, requestProblem } from './sanitize.js';
+import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -236,7 +236,7 @@ export class DataPlane implements ExchangeObserver {
     if (problem) {
       // The connection is closed after the answer: its framing can no longer be trusted.
       // (The listener serves nothing after it on that connection: see listener.ts.)
-      ex.reply({ code: problemCode(problem), message: `${ERRORS[problemCode(problem)].message}: ${problem.reason}`, ...(overHttp2(req) ? {} : { headers: { connection: 'close' } }) });
+      ex.reply({ ...problemReply(problem), ...(overHttp2(req) ? {} : { headers: { connection: 'close' } }) });
       return undefined;
     }
     // Only an HTTP/2 CONNECT gets here (HTTP/1.1's go to Tunnels): tunnels to `tcp` ports are

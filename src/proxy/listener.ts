@@ -22,6 +22,8 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
+import { ERRORS, errorBody, type ErrorCode } from './errors.js';
+import { overHttp2 } from './sanitize.js';
 import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -183,7 +185,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   // Every HTTP/1.1 request Node's servers parse: nothing is served on a connection that is closing
   // (see ClosingConnections); HTTP/2 streams go straight to the handler.
   const onRequest = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
-    if ((req as http2.Http2ServerRequest).stream !== undefined) return handlers.request(req, res);
+    if (overHttp2(req)) return handlers.request(req, res);
     const h1req = req as http.IncomingMessage;
     const h1res = res as http.ServerResponse;
     if (closing.refuses(h1req)) return;
@@ -212,7 +214,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     // 'connect' carries HTTP/1.1 CONNECTs (req, socket, head) and HTTP/2 ones (req, res) alike.
     const connect = handlers.connect && closing.guard(handlers.connect);
     secure.on('connect' as 'request', ((req: http.IncomingMessage | http2.Http2ServerRequest, second: Duplex | http2.Http2ServerResponse, head: Buffer) => {
-      if ((req as http2.Http2ServerRequest).stream !== undefined) handlers.request(req, second as http2.Http2ServerResponse);
+      if (overHttp2(req)) handlers.request(req, second as http2.Http2ServerResponse);
       else connect?.(req as http.IncomingMessage, second as Duplex, head);
     }) as never);
     secure.on('secureConnection', track);
@@ -236,11 +238,10 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     const upgrade = handlers.upgrade;
     if (upgrade) {
       const server = h1;
-      h1.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-        if (closing.refuses(req)) return;
+      h1.on('upgrade', closing.guard((req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
         if (isWebSocketUpgrade(req)) upgrade(req, socket, head);
         else replayWithoutUpgrade(server, req, socket as net.Socket, head);
-      });
+      }));
     }
     if (handlers.connect) h1.on('connect', closing.guard(handlers.connect));
     h1.on('clientError', onClientError);
@@ -527,22 +528,23 @@ function lingerThenDestroy(socket: Duplex): void {
  * and the connection is closed.
  */
 function sendClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  let status = 400;
-  let message = 'bad request';
+  let status: number = ERRORS.BAD_REQUEST.status;
+  let message: string = ERRORS.BAD_REQUEST.message;
+  let code: ErrorCode = 'BAD_REQUEST';
   if (err.code === 'HPE_HEADER_OVERFLOW') {
-    status = 431;
-    message = 'request header fields too large';
+    code = 'HEADERS_TOO_LARGE';
+    ({ status, message } = ERRORS[code]);
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+    // (No code of its own: a 408 is only ever Node's parser's.)
     status = 408;
     message = 'request timeout';
   } else if (err.code === 'HPE_INVALID_VERSION' && WELL_FORMED_VERSION.test(err.rawPacket?.toString('latin1', 0, 8192) ?? '')) {
-    status = 505;
-    message = 'http version not supported';
+    code = 'HTTP_VERSION_NOT_SUPPORTED';
+    ({ status, message } = ERRORS[code]);
   } else if (err.code) {
     message = `bad request: ${err.code.replace(/^HPE_/, '').toLowerCase().replace(/_/g, ' ')}`;
   }
-  const code = status === 431 ? 'HEADERS_TOO_LARGE' : status === 505 ? 'HTTP_VERSION_NOT_SUPPORTED' : 'BAD_REQUEST';
-  const body = JSON.stringify({ status, message, code, details: {}, id: '' });
+  const body = errorBody(status, message, code, '');
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );

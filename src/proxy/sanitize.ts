@@ -21,7 +21,7 @@
  *
  * Pure: `(request) => problem | undefined`; the caller answers and closes the connection.
  */
-import type { DownstreamRequest } from './errors.js';
+import { ERRORS, type DownstreamRequest } from './errors.js';
 
 export interface RequestProblem {
   readonly status: 400 | 501 | 505;
@@ -33,9 +33,10 @@ export function overHttp2(req: DownstreamRequest): boolean {
   return (req as { stream?: unknown }).stream !== undefined;
 }
 
-/** The local answer (errors.ts) for a problem's status. */
-export function problemCode(problem: RequestProblem): 'BAD_REQUEST' | 'NOT_IMPLEMENTED' | 'HTTP_VERSION_NOT_SUPPORTED' {
-  return problem.status === 501 ? 'NOT_IMPLEMENTED' : problem.status === 505 ? 'HTTP_VERSION_NOT_SUPPORTED' : 'BAD_REQUEST';
+/** The local answer (errors.ts) for a problem: its code, and the code's message with the reason. */
+export function problemReply(problem: RequestProblem): { code: 'BAD_REQUEST' | 'NOT_IMPLEMENTED' | 'HTTP_VERSION_NOT_SUPPORTED'; message: string } {
+  const code = problem.status === 501 ? 'NOT_IMPLEMENTED' : problem.status === 505 ? 'HTTP_VERSION_NOT_SUPPORTED' : 'BAD_REQUEST';
+  return { code, message: `${ERRORS[code].message}: ${problem.reason}` };
 }
 
 export function requestProblem(req: DownstreamRequest): RequestProblem | undefined {

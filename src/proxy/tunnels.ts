@@ -31,7 +31,7 @@ import { applyHeaderOps, clientAddress, strippedAtEdge, upstreamHeaders } from '
 import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
 import { protocolOf, type RouteTable } from './routes.js';
-import { problemCode, requestProblem } from './sanitize.js';
+import { problemReply, requestProblem } from './sanitize.js';
 import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
 import { proxyWebSocket } from './websocket.js';
@@ -150,7 +150,10 @@ export class Tunnels {
     socket.once('close', () => this.end(ex));
     if (overload?.shed()) return void this.refuse(ex, socket, 'OVERLOADED');
     const problem = requestProblem(req);
-    if (problem) return void this.refuse(ex, socket, problemCode(problem), `${ERRORS[problemCode(problem)].message}: ${problem.reason}`);
+    if (problem) {
+      const { code, message } = problemReply(problem);
+      return void this.refuse(ex, socket, code, message);
+    }
     if (url.length > MAX_URL_LENGTH) return void this.refuse(ex, socket, 'URI_TOO_LONG');
     if (!norm.ok) return void this.refuse(ex, socket, 'BAD_REQUEST', `bad request: ${norm.reason}`);
     return ex;
