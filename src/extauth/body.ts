@@ -18,7 +18,7 @@
  * the replay gives what arrived and then fails; cut later, the rest fails it the same way.
  */
 import { Readable } from 'node:stream';
-import { bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
 import type { Clock, Timer } from '../deps.js';
 
 export interface IdleLimit {
@@ -107,7 +107,7 @@ function replayStream(chunks: readonly Buffer[], rest: Readable | undefined, cut
   out.on('error', ignore);
   for (const chunk of chunks) out.push(chunk);
   if (cut) {
-    out.destroy(new Error('the request body was cut by the client'));
+    out.destroy(new Error(BODY_CUT));
     return out;
   }
   if (!rest) {
@@ -119,7 +119,7 @@ function replayStream(chunks: readonly Buffer[], rest: Readable | undefined, cut
   };
   const onEnd = (): void => {
     detach();
-    if (bodyCut(rest)) out.destroy(new Error('the request body was cut by the client'));
+    if (bodyCut(rest)) out.destroy(new Error(BODY_CUT));
     else out.push(null);
   };
   const onError = (err: Error): void => {

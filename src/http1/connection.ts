@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { ResponseParser, type HeaderMap, type ResponseSink } from './response-parser.js';
 import { requestHead, type BodyFraming } from './request-head.js';
 import { READ_BUFFER, inReadBuffer } from '../read-buffer.js';
-import { bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
 
 /** What the caller can do to a request in flight. */
 export interface UpstreamController {
@@ -278,7 +278,7 @@ export class Connection implements ResponseSink {
 
   private readonly onBodyEnd = (): void => {
     // An HTTP/2 client's reset ends its body too (body-cut.ts): never send the terminating chunk then.
-    if (this.body !== null && bodyCut(this.body)) return this.onBodyError(new BodyError('the request body was cut by the client'));
+    if (this.body !== null && bodyCut(this.body)) return this.onBodyError(new BodyError(BODY_CUT));
     const framing = this.framing;
     this.detachBody();
     this.bodyDone = true;

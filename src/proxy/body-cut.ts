@@ -17,6 +17,9 @@ import type { Readable } from 'node:stream';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
+/** What fails whatever was carrying a body the client cut (an upstream request, a replay). */
+export const BODY_CUT = 'the request body was cut by the client';
+
 export function bodyCut(body: Readable): boolean {
   const stream = (body as { stream?: http2.Http2Stream }).stream;
   if (stream === undefined) return false;

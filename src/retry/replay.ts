@@ -8,7 +8,7 @@
  * node:http2's compat request ends ('end') after a reset too, hence the check there (body-cut.ts).
  */
 import { Readable } from 'node:stream';
-import { bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
 
 export const REPLAY_LIMIT = 64 * 1024;
 
@@ -73,7 +73,7 @@ export class ReplayableBody {
   }
 
   private end(): void {
-    if (bodyCut(this.source)) return this.fail(new Error('the request body was cut by the client'));
+    if (bodyCut(this.source)) return this.fail(new Error(BODY_CUT));
     this.ended = true;
     const current = this.current;
     if (current && !current.destroyed) current.push(null);

@@ -4,7 +4,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
-import { readBodyPrefix } from '../../src/extauth/body.js';
+import { readBodyPrefix, type BodyPrefix } from '../../src/extauth/body.js';
 import type { Clock, Timer } from '../../src/deps.js';
 import { testSeed } from '../helpers/seed.js';
 
@@ -147,18 +147,23 @@ async function liveBody(t: Test, protocol: 'http1' | 'h2c', first: string): Prom
 }
 
 /** Resolves once the stream emitted the first chunk the reader buffered (its idle timer is armed). */
-async function untilTimerArmed(timers: { pending(): number }): Promise<void> {
+/**
+ * Read the prefix of `source` (100 bytes at most, 100 ms idle on a manual clock) after `first` was
+ * written, if given, and return it once the idle timer fired: the first chunk armed it.
+ */
+async function prefixAfterIdle(source: Readable, first?: string): Promise<BodyPrefix> {
+  const timers = manualClock();
+  const reading = readBodyPrefix(source, 100, { ms: 100, clock: timers.clock });
+  if (first !== undefined) (source as PassThrough).write(first);
   while (timers.pending() === 0) await new Promise((r) => setImmediate(r));
+  timers.fire();
+  return reading;
 }
 
 for (const protocol of ['http1', 'h2c'] as const) {
   t.test(`${protocol}: after the idle timer, the rest of a live body flows through the replay`, async (t) => {
-    const timers = manualClock();
     const body = await liveBody(t, protocol, 'first');
-    const reading = readBodyPrefix(body.req, 100, { ms: 100, clock: timers.clock });
-    await untilTimerArmed(timers);
-    timers.fire();
-    const p = await reading;
+    const p = await prefixAfterIdle(body.req);
     t.equal(p.bytes.toString(), 'first');
     t.equal(p.partial, true);
     // A conversation: the next piece is sent only once the replay delivered the first one.
@@ -184,13 +189,8 @@ for (const protocol of ['http1', 'h2c'] as const) {
 }
 
 t.test('the replay pulls the rest only as fast as it is read (backpressure, nothing buffered whole)', async (t) => {
-  const timers = manualClock();
   const s = new PassThrough({ highWaterMark: 4 * 1024 * 1024 });
-  const reading = readBodyPrefix(s, 100, { ms: 100, clock: timers.clock });
-  s.write('head');
-  await untilTimerArmed(timers);
-  timers.fire();
-  const p = await reading;
+  const p = await prefixAfterIdle(s, 'head');
   // 2 MiB more arrive while nobody reads the replay: they must stay in the source, not move over.
   const chunk = Buffer.alloc(16 * 1024, 'b');
   for (let i = 0; i < 128; i++) s.write(chunk);
@@ -204,13 +204,8 @@ t.test('the replay pulls the rest only as fast as it is read (backpressure, noth
 
 t.test('a body aborted after the prefix fails the replay (not a clean, truncated end), with or without a reader', async (t) => {
   for (const reader of [true, false]) {
-    const timers = manualClock();
     const s = new PassThrough();
-    const reading = readBodyPrefix(s, 100, { ms: 100, clock: timers.clock });
-    s.write('part');
-    await untilTimerArmed(timers);
-    timers.fire();
-    const p = await reading;
+    const p = await prefixAfterIdle(s, 'part');
     const failed = new Promise<Error>((resolve) => p.replay.on('error', resolve));
     if (reader) p.replay.resume();
     s.emit('aborted');
@@ -218,13 +213,8 @@ t.test('a body aborted after the prefix fails the replay (not a clean, truncated
     t.ok(p.replay.destroyed);
   }
   // And with nobody listening at all, the process goes on (no uncaught 'error').
-  const timers = manualClock();
   const s = new PassThrough();
-  const reading = readBodyPrefix(s, 100, { ms: 100, clock: timers.clock });
-  s.write('part');
-  await untilTimerArmed(timers);
-  timers.fire();
-  const p = await reading;
+  const p = await prefixAfterIdle(s, 'part');
   s.destroy(new Error('client reset'));
   await new Promise((r) => setImmediate(r));
   t.ok(p.replay.destroyed);
