@@ -116,6 +116,9 @@ export const workloadShape: Check = obj({
         outboundAllowCIDR: arr(cidr),
         outboundBlockedCIDR: arr(cidr),
         outboundAllowHostname: strings,
+        // Egress ports (src/firewall/egress.ts). The platform's own checks are narrower (80 to 65000,
+        // some of its sidecar's ports reserved); svcproxy only asks for a port number.
+        outboundAllowPort: arr(obj({ protocol: oneOf(['http', 'https', 'tcp']), number: port }, { required: ['protocol', 'number'], closed: true })),
         // The external firewall's header filters (src/firewall/external.ts): regexes must compile.
         http: obj({
           inboundHeaderFilter: arr(obj({ key: str({ nonEmpty: true }), allowedValues: arr(regex), blockedValues: arr(regex) }, { required: ['key'], closed: true })),

@@ -328,6 +328,35 @@ const CASES: Readonly<Record<string, Case>> = {
     record: 'workload/spare', set: { 'spec.firewallConfig': undefined }, errors: [],
     warnings: ['workload/spare: spec.firewallConfig.external.inboundAllowCIDR: not set: the workload accepts no external traffic'],
   },
+  'outbound ports': {
+    record: 'workload/api',
+    set: { 'spec.firewallConfig.external.outboundAllowPort': [{ protocol: 'https', number: 443 }, { protocol: 'tcp', number: 5432 }, { protocol: 'http', number: 1 }, { protocol: 'http', number: 65535 }] },
+    errors: [],
+  },
+  'outbound port shape': {
+    record: 'workload/api',
+    set: {
+      'spec.firewallConfig.external.outboundAllowPort': [
+        { protocol: 'udp', number: 53 }, { protocol: 'tcp', number: 0 }, { protocol: 'tcp', number: 65536 }, { protocol: 'tcp', number: 80.5 },
+        { protocol: 'tcp', number: '80' }, { number: 80 }, { protocol: 'http' }, { protocol: 'http', number: 80, host: 'x' }, 443,
+      ],
+    },
+    errors: [
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[0].protocol: must be one of http, https, tcp',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[1].number: must be an integer from 1 to 65535',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[2].number: must be an integer from 1 to 65535',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[3].number: must be an integer from 1 to 65535',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[4].number: must be an integer from 1 to 65535',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[5].protocol: is required',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[6].number: is required',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[7].host: unknown member (allowed: protocol, number)',
+      'workload/api: spec.firewallConfig.external.outboundAllowPort[8]: must be an object',
+    ],
+  },
+  'outbound ports not an array': {
+    record: 'workload/api', set: { 'spec.firewallConfig.external.outboundAllowPort': { protocol: 'tcp', number: 80 } },
+    errors: ['workload/api: spec.firewallConfig.external.outboundAllowPort: must be an array'],
+  },
   'internal allow type': { record: 'workload/api', set: { 'spec.firewallConfig.internal.inboundAllowType': 'all' }, errors: ['workload/api: spec.firewallConfig.internal.inboundAllowType: must be one of none, same-gvc, same-org, workload-list'] },
   'gvc to nothing': { record: 'workload/spare', set: { gvc: 'nope' }, errors: ['workload/spare: gvc: points to gvc nope, which is not defined'] },
   'gvc missing': { record: 'workload/spare', set: { gvc: undefined }, errors: ['workload/spare: gvc: is required (the GVC name, or a links entry with rel gvc)'] },
