@@ -5,3 +5,4 @@
  */
 export { externalFirewallFactory, externalFirewall, type BlockReason, type ExternalFirewallCheck } from './external.js';
 export { internalFirewall, type MeshCaller } from './internal.js';
+export { egressPolicy, systemLookup, HOSTNAME_DEFAULT_PORTS, type EgressDestination, type EgressPolicy, type EgressVerdict, type Lookup } from './egress.js';
