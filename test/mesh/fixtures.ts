@@ -1,0 +1,163 @@
+/**
+ * Helpers of the mesh tests: a fake clock whose wall time starts at a chosen instant, temporary
+ * folders, the `openssl` binary as a reference, a real mTLS handshake on loopback judged by the
+ * server (with TLS 1.3 the client finishes before the server has checked its certificate), and a
+ * logger whose entries a test can wait for.
+ */
+import { execFile } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { connect, createServer, type TLSSocket } from 'node:tls';
+import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import type { Clock } from '../../src/deps.js';
+import { uriSanOf } from '../../src/mesh/identity.js';
+import type { MeshCredentials } from '../../src/mesh/credentials.js';
+
+/** Fake time: `advance` runs the timers that fall due, in order; wall time = `wallBase` + elapsed. */
+export class FakeClock implements Clock {
+  private time = 0;
+  private seq = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  constructor(private readonly wallBase = Date.now()) {}
+
+  now = (): number => this.time;
+  wallNow = (): number => this.wallBase + this.time;
+  setTimeout = (fn: () => void, ms: number): { id: number; unref(): void } => {
+    const id = ++this.seq;
+    this.timers.set(id, { at: this.time + Math.max(0, ms), fn });
+    return { id, unref: () => undefined };
+  };
+  clearTimeout = (timer: unknown): void => {
+    if (timer && typeof timer === 'object' && 'id' in timer) this.timers.delete((timer as { id: number }).id);
+  };
+
+  /** Delays of the pending timers, from now. */
+  pending(): number[] {
+    return [...this.timers.values()].map((t) => t.at - this.time).sort((a, b) => a - b);
+  }
+
+  advance(ms: number): void {
+    const until = this.time + ms;
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.timers) if (entry[1].at <= until && (!next || entry[1].at < next[1].at)) next = entry;
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.time = next[1].at;
+      next[1].fn();
+    }
+    this.time = until;
+  }
+}
+
+/** A new empty folder, removed at teardown. */
+export async function tempDir(t: { teardown(fn: () => unknown): void }, prefix = 'mesh-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `openssl` (Debian's) with `args`, `input` on stdin (a string or bytes). */
+export function openssl(args: string[], input?: string | Buffer): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('openssl', args, { encoding: 'buffer', maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
+      if (err && code === -1) return reject(err);
+      resolve({ code, stdout: stdout.toString('latin1'), stderr: stderr.toString('utf8') });
+    });
+    child.stdin?.end(input);
+  });
+}
+
+/** Writes the credentials as `cert.pem`, `key.pem`, `ca.pem` in `dir`; returns their paths. */
+export async function writeCredentials(dir: string, c: Pick<MeshCredentials, 'certPem' | 'keyPem' | 'caPem'>): Promise<{ cert: string; key: string; ca: string }> {
+  const files = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem'), ca: join(dir, 'ca.pem') };
+  await writeFile(files.cert, c.certPem);
+  await writeFile(files.key, c.keyPem, { mode: 0o600 });
+  await writeFile(files.ca, c.caPem);
+  return files;
+}
+
+export type Handshake = { ok: true; clientUri: string | undefined; serverUri: string | undefined } | { ok: false; error: string };
+
+/**
+ * An mTLS handshake on loopback: a node:tls server presenting `server` and requiring a client
+ * certificate chained to `server.caPem`, a client presenting `client` and trusting `clientTrust`
+ * (the server's bundle by default). The server's verdict decides; the URIs are what each side
+ * read with uriSanOf from getPeerCertificate().
+ */
+export async function handshake(server: MeshCredentials, client: Pick<MeshCredentials, 'certPem' | 'keyPem'>, clientTrust = server.caPem): Promise<Handshake> {
+  const srv = createServer({ cert: server.certPem, key: server.keyPem, ca: server.caPem, requestCert: true, rejectUnauthorized: true });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const verdict = new Promise<{ ok: true; uri: string | undefined; socket: TLSSocket } | { ok: false; error: string }>((resolve) => {
+    srv.once('secureConnection', (socket: TLSSocket) => resolve({ ok: true, uri: uriSanOf(socket.getPeerCertificate()), socket }));
+    srv.once('tlsClientError', (err: Error) => resolve({ ok: false, error: err.message }));
+  });
+  const { port } = srv.address() as AddressInfo;
+  // The server's certificate names it by URI only: the client checks the chain, not a host name.
+  const sock = connect({ host: '127.0.0.1', port, cert: client.certPem, key: client.keyPem, ca: clientTrust, checkServerIdentity: () => undefined });
+  const clientSaw = new Promise<string | undefined>((resolve) => {
+    sock.once('secureConnect', () => resolve(uriSanOf(sock.getPeerCertificate())));
+    sock.on('error', () => resolve(undefined));
+    sock.once('close', () => resolve(undefined));
+  });
+  try {
+    const v = await verdict;
+    if (!v.ok) return v;
+    const clientUri = await clientSaw;
+    v.socket.destroy();
+    return { ok: true, clientUri, serverUri: v.uri };
+  } finally {
+    sock.destroy();
+    srv.close();
+  }
+}
+
+export interface LogEntry {
+  level: number;
+  msg: string;
+  [k: string]: unknown;
+}
+
+/** A pino logger at debug level whose entries are kept in `entries` and announced on `events` ('entry'). */
+export function captureLogger(): { logger: Logger; entries: LogEntry[]; waitFor(pred: (e: LogEntry) => boolean): Promise<LogEntry> } {
+  const entries: LogEntry[] = [];
+  const events = new EventEmitter();
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line) continue;
+        const entry = JSON.parse(line) as LogEntry;
+        entries.push(entry);
+        events.emit('entry', entry);
+      }
+      done();
+    },
+  });
+  const logger = pino({ level: 'debug' }, stream);
+  const waitFor = (pred: (e: LogEntry) => boolean): Promise<LogEntry> => {
+    const seen = entries.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve) => {
+      const on = (e: LogEntry): void => {
+        if (!pred(e)) return;
+        events.off('entry', on);
+        resolve(e);
+      };
+      events.on('entry', on);
+    });
+  };
+  return { logger, entries, waitFor };
+}
