@@ -89,7 +89,7 @@ export async function writeCredentials(dir: string, c: Pick<MeshCredentials, 'ce
   return files;
 }
 
-export type Handshake = { ok: true; clientUri: string | undefined; serverUri: string | undefined } | { ok: false; error: string };
+export type Handshake = { ok: true; clientUri: string | undefined; serverUri: string | undefined } | { ok: false; error: string; reason?: string };
 
 /**
  * An mTLS handshake on loopback: a node:tls server presenting `server` and requiring a client
@@ -101,9 +101,14 @@ export async function handshake(server: MeshCredentials, client: Pick<MeshCreden
   const srv = createServer({ cert: server.certPem, key: server.keyPem, ca: server.caPem, requestCert: true, rejectUnauthorized: true });
   srv.listen(0, '127.0.0.1');
   await once(srv, 'listening');
-  const verdict = new Promise<{ ok: true; uri: string | undefined; socket: TLSSocket } | { ok: false; error: string }>((resolve) => {
+  const verdict = new Promise<{ ok: true; uri: string | undefined; socket: TLSSocket } | { ok: false; error: string; reason?: string }>((resolve) => {
     srv.once('secureConnection', (socket: TLSSocket) => resolve({ ok: true, uri: uriSanOf(socket.getPeerCertificate()), socket }));
-    srv.once('tlsClientError', (err: Error) => resolve({ ok: false, error: err.message }));
+    // Node checks the client's certificate after OpenSSL's handshake and destroys the socket
+    // ('socket hang up'); the reason is left in authorizationError.
+    srv.once('tlsClientError', (err: Error, socket: TLSSocket) => {
+      const reason = socket.authorizationError;
+      resolve({ ok: false, error: err.message, ...(reason ? { reason: String(reason) } : {}) });
+    });
   });
   const { port } = srv.address() as AddressInfo;
   // The server's certificate names it by URI only: the client checks the chain, not a host name.
