@@ -8,7 +8,8 @@
  * create the folder or the files throws; a failed renewal is logged and retried with backoff.
  */
 import { KeyObject, createPrivateKey, X509Certificate as NodeX509, webcrypto } from 'node:crypto';
-import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { copyFile, link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -130,7 +131,13 @@ async function linkNew(dir: string, name: string, text: string, mode: number): P
   const tmp = join(dir, `.${name}.${process.pid}.${randomSerial().slice(0, 8)}.tmp`);
   await writeFile(tmp, text, { mode, flag: 'wx' });
   try {
-    await link(tmp, join(dir, name));
+    try {
+      await link(tmp, join(dir, name));
+    } catch (err) {
+      // A file system without hard links: an exclusive copy still lets one process win.
+      if (!['EPERM', 'ENOTSUP', 'ENOSYS', 'EOPNOTSUPP'].some((code) => isCode(err, code))) throw err;
+      await copyFile(tmp, join(dir, name), fsConstants.COPYFILE_EXCL);
+    }
     return true;
   } catch (err) {
     if (isCode(err, 'EEXIST')) return false;
