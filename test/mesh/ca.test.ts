@@ -289,7 +289,17 @@ t.test('issuedCredentials: close() stops the timers and late results; long ttls 
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let calls = 0;
-  const slow: CertificateIssuer = { issue: async (u, ttl) => (calls++ === 0 ? ca.issue(u, ttl) : (await gate, ca.issue(u, ttl))) };
+  let lateDone!: () => void;
+  const late = new Promise<void>((resolve) => (lateDone = resolve));
+  const slow: CertificateIssuer = {
+    issue: async (u, ttl) => {
+      if (calls++ === 0) return ca.issue(u, ttl);
+      await gate;
+      const c = await ca.issue(u, ttl);
+      setImmediate(lateDone);
+      return c;
+    },
+  };
   const src2 = await issuedCredentials(slow, WEB, HOUR, { clock, logger: silentLogger() });
   let changed = 0;
   src2.onChange(() => changed++);
@@ -297,7 +307,7 @@ t.test('issuedCredentials: close() stops the timers and late results; long ttls 
   clock.advance(40 * 60_000);
   src2.close();
   release();
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await late;
   t.equal(changed, 0, 'no change after close');
   t.equal(src2.current(), first);
   t.same(clock.pending(), []);
