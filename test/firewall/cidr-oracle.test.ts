@@ -118,6 +118,9 @@ function refAddress(text: string, forms = false): Address | undefined {
     else if (v4port) s = v4port[1]!;
     s = s.replace(/%[0-9A-Za-z_.-]+$/, '');
   }
+  // One zone, at the end, as interface names are written: ipaddr.js takes anything after the first
+  // `%` as the zone (`::1%f%f`), which the proxy refuses (a divergence by design).
+  if (s.includes('%')) return undefined;
   if (/^::[0-9.]+$/.test(s)) s = `::0:${s.slice(2)}`;
   let ip: ipaddr.IPv4 | ipaddr.IPv6;
   // An IPv4 tail of an IPv6 address must be four decimal parts too.
