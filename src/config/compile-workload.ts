@@ -9,6 +9,7 @@
  * re-check, and may throw on what validation rejects.
  */
 import type {
+  MeshOptionsModel,
   ContainerModel, GvcModel, OrgModel, PortModel, ProbeModel, Protocol, RetryPolicyModel, Settings, WorkloadModel,
   WorkloadOptionsModel,
 } from './model.js';
@@ -16,7 +17,7 @@ import { deepFreeze, frozen } from './frozen.js';
 import { locationName } from './links.js';
 import type { ContainerRecord, ProbeRecord, WorkloadOptionsRecord, WorkloadRecord } from './records.js';
 import { tagStrings } from './tags.js';
-import { canonicalHostName, parseSeconds } from './values.js';
+import { canonicalHostName, parsePort, parseSeconds } from './values.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 5;
 export const DEFAULT_RETRY_POLICY: RetryPolicyModel = Object.freeze({
@@ -134,5 +135,19 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
     terminationGracePeriodSeconds: spec.rolloutOptions?.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_SECONDS,
     canonicalHost: canonicalHost(record.name, gvc, org, settings),
     ...(primaryPort ? { primaryPort } : {}),
+    mesh: meshOptions(tags, settings.vendor),
+  });
+}
+
+/** The mesh tags of a workload (`tags` as strings, full names with the vendor prefix). */
+export function meshOptions(tags: Readonly<Record<string, string>>, vendor: string): MeshOptionsModel {
+  const tag = (name: string): string | undefined => tags[`${vendor}/${name}`];
+  const inbound = parsePort(tag('disableServiceMeshInboundPort') ?? '');
+  const outbound = parsePort(tag('disableServiceMeshOutboundPort') ?? '');
+  return Object.freeze({
+    bypassOutbound: tag('bypassProxyOutbound') === 'true',
+    ...(inbound === undefined ? {} : { inboundDisabledPort: inbound }),
+    ...(outbound === undefined ? {} : { outboundDisabledPort: outbound }),
+    discoverCrossGvcReplicas: tag('discoverCrossGvcReplicas') === 'true',
   });
 }

@@ -136,6 +136,7 @@ function compileDeployment(deployment: DeploymentRecord): DeploymentReplicaModel
       location,
       address: r.address,
       ...(r.sidecar === undefined ? {} : { sidecar: r.sidecar }),
+      ...(r.mesh === undefined ? {} : { mesh: r.mesh }),
       forcedNotReady: r.ready === false,
     })));
   }

@@ -147,6 +147,20 @@ export interface WorkloadModel {
   readonly canonicalHost: string;
   /** First port of the first container: where canonical endpoints route. */
   readonly primaryPort?: PortModel;
+  /** The mesh tags (DESIGN §9). */
+  readonly mesh: MeshOptionsModel;
+}
+
+/** A workload's mesh tags, parsed. */
+export interface MeshOptionsModel {
+  /** `svc/bypassProxyOutbound`: its processes get no proxy variables; outbound goes direct. */
+  readonly bypassOutbound: boolean;
+  /** `svc/disableServiceMeshInboundPort`: that container port is reached without the sidecar (no mTLS, no filters). */
+  readonly inboundDisabledPort?: number;
+  /** `svc/disableServiceMeshOutboundPort`: its calls to that port skip the mesh (no mTLS, no caller identity). */
+  readonly outboundDisabledPort?: number;
+  /** `svc/discoverCrossGvcReplicas`: replica-direct internal names of other GVCs resolve for its calls. */
+  readonly discoverCrossGvcReplicas: boolean;
 }
 
 export interface DomainRouteModel {
@@ -185,6 +199,8 @@ export interface DeploymentReplicaModel {
   readonly address: string;
   /** The replica's sidecar, `host:port`; absent: dialled through an in-process sidecar. */
   readonly sidecar?: string;
+  /** The replica's sidecar's mTLS listener (`--mesh-inbound`), `host:port`: mesh callers dial it. */
+  readonly mesh?: string;
   /** `false` forces not-ready; otherwise readiness is probed. */
   readonly forcedNotReady: boolean;
 }

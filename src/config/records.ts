@@ -193,7 +193,7 @@ export interface DeploymentRecord extends Common {
   readonly status?: {
     readonly locations?: readonly {
       readonly name: string;
-      readonly replicas?: readonly { readonly name: string; readonly address: string; readonly sidecar?: string; readonly ready?: boolean }[];
+      readonly replicas?: readonly { readonly name: string; readonly address: string; readonly sidecar?: string; readonly mesh?: string; readonly ready?: boolean }[];
     }[];
   };
 }

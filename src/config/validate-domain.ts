@@ -107,7 +107,7 @@ export function checkDomainRefs(record: RawRecord, catalog: Catalog, r: Report):
 }
 
 const replica: Check = obj(
-  { name: str({ nonEmpty: true }), address: hostPort, sidecar: hostPort, ready: bool },
+  { name: str({ nonEmpty: true }), address: hostPort, sidecar: hostPort, mesh: hostPort, ready: bool },
   { required: ['name', 'address'] },
 );
 

@@ -25,6 +25,12 @@ export interface Replica {
   readonly ports: ReadonlyMap<number, HostPort>;
   /** The replica's own sidecar; absent: the ingress applies the sidecar pipeline in-process. */
   readonly sidecar?: HostPort;
+  /**
+   * The replica's sidecar's mTLS listener (DESIGN §9): callers inside the mesh dial it with their own
+   * certificate, and it applies the internal firewall by their identity. Absent: mesh calls are
+   * judged by the caller's side and go to the app (or `sidecar`) in plain text.
+   */
+  readonly mesh?: HostPort;
   /** Set by readiness probes. */
   ready: boolean;
   /** Requests in flight to this replica (least-outstanding choice). */

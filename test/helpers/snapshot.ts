@@ -42,6 +42,7 @@ import type {
 } from '../../src/config/model.js';
 import type { HostPort, Replica } from '../../src/routing/replicas.js';
 import { canonicalHostFor } from '../../src/routing/hosts.js';
+import { meshOptions } from '../../src/config/compile-workload.js';
 
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   vendor: 'svc',
@@ -254,6 +255,7 @@ export function buildSnapshot(input: SnapshotInput = {}): Snapshot {
         key: `${gvcName}/${w.name}`,
         name: w.name,
         gvc: gvcName,
+        mesh: meshOptions(tags, vendor),
         type: w.type ?? 'standard',
         tags,
         containers: Object.freeze(containers),

@@ -64,6 +64,7 @@ export function workload(input: WorkloadInput, alias = 'abcdefghijklm'): Workloa
     key: `${gvc}/${input.name}`,
     name: input.name,
     gvc,
+    mesh: { bypassOutbound: false, discoverCrossGvcReplicas: false },
     type: 'standard',
     tags: {},
     containers,
