@@ -33,6 +33,11 @@ const OPTIONS = {
   'tls-client-ca': { type: 'string' },
   'extauth-ca': { type: 'string' },
   mesh: { type: 'string', multiple: true },
+  'mesh-inbound': { type: 'string', multiple: true },
+  'mesh-cert': { type: 'string' },
+  'mesh-key': { type: 'string' },
+  'mesh-ca': { type: 'string' },
+  'mesh-cert-ttl': { type: 'string' },
   admin: { type: 'string' },
   location: { type: 'string' },
   app: { type: 'string' },
@@ -91,7 +96,14 @@ Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DO
   --tls-client-ca FILE    TLS listeners ask for client certificates verified against this CA
                           (the identity external authorization sees)
   --extauth-ca FILE       extra CA (PEM) trusted for https external authorization services
-  --mesh HOST:PORT        mesh listener for internal host names (up default 127.0.0.1:15001)
+  --mesh HOST:PORT        mesh (outbound) listener: an explicit HTTP proxy for internal host names,
+                          sibling containers and egress (up default 127.0.0.1:15001)
+  --mesh-inbound HOST:PORT  sidecar: mTLS listener for calls from other sidecars
+                          (default 127.0.0.1:15008 when --mesh-cert is given)
+  --mesh-cert FILE, --mesh-key FILE, --mesh-ca FILE
+                          sidecar, ingress: this process's mesh certificate (URI SAN
+                          spiffe://ORG/gvc/GVC/workload/W), key and CA bundle (PEM; reloaded on change)
+  --mesh-cert-ttl D       up: validity of the replicas' certificates (default 24h; renewed at 2/3)
   --admin HOST:PORT       /healthz /ready /metrics /config (default 127.0.0.1:9901)
   --app-domain D          default app.localhost
   --direct-domain D       default direct.localhost
@@ -270,6 +282,21 @@ async function endpoints(flags: Flags): Promise<number> {
 }
 
 
+/** `--mesh-cert/--mesh-key/--mesh-ca` (all three or none) and a sidecar's `--mesh-inbound`. */
+function meshFlags(role: 'ingress' | 'sidecar', flags: Flags): Pick<RuntimeOptions, 'meshFiles' | 'meshInbound'> {
+  const given = [flags['mesh-cert'], flags['mesh-key'], flags['mesh-ca']].filter((f) => f !== undefined).length;
+  if (given !== 0 && given !== 3) throw new UsageError('--mesh-cert, --mesh-key and --mesh-ca go together');
+  if (flags['mesh-inbound'] && role !== 'sidecar') throw new UsageError('--mesh-inbound is a sidecar\'s listener');
+  if (given === 0) {
+    if (flags['mesh-inbound']) throw new UsageError('--mesh-inbound needs --mesh-cert, --mesh-key and --mesh-ca');
+    return {};
+  }
+  return {
+    meshFiles: { cert: flags['mesh-cert']!, key: flags['mesh-key']!, ca: flags['mesh-ca']! },
+    ...(role === 'sidecar' ? { meshInbound: flags['mesh-inbound'] ?? ['127.0.0.1:15008'] } : {}),
+  };
+}
+
 export function graceMs(snapshot: Snapshot): number {
   let seconds = 0;
   for (const w of snapshot.workloads.values()) seconds = Math.max(seconds, w.terminationGracePeriodSeconds);
@@ -290,6 +317,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'], ...(flags['tls-client-ca'] ? { clientCaFile: flags['tls-client-ca'] } : {}) } } : {}),
     ...(flags['extauth-ca'] ? { extAuthCaFile: flags['extauth-ca'] } : {}),
     ...(flags.mesh ? { mesh: flags.mesh } : {}),
+    ...meshFlags(role, flags),
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),

@@ -30,6 +30,14 @@ export class Metrics {
   readonly replicasReady: ScrapedMetric<'workload' | 'location'>;
   readonly ejections: Counter<'workload' | 'location'>;
   readonly retries: Counter<'workload'>;
+  /** Mesh requests by caller and target (Istio's `istio_requests_total` labels are the model). */
+  readonly meshRequests: Counter<'reporter' | 'source_workload' | 'source_gvc' | 'destination_workload' | 'destination_gvc' | 'response_code' | 'outcome'>;
+  /** mTLS handshakes completed (`side` server: an mTLS listener; client: a caller's dial). */
+  readonly meshHandshakes: Counter<'side'>;
+  /** mTLS handshakes an mTLS listener refused, by reason. */
+  readonly meshHandshakeFailures: Counter<'reason'>;
+  /** Requests and tunnels through a caller's outbound listener to destinations outside the mesh. */
+  readonly egressRequests: Counter<'source_workload' | 'source_gvc' | 'outcome'>;
   /**
    * Request counts per workload and location, by status class, kept as plain numbers on the hot path
    * and read only when /metrics is scraped (prom-client hashes the label set on every `inc`).
@@ -94,6 +102,30 @@ export class Metrics {
       name: 'svcproxy_upstream_retries_total',
       help: 'Upstream attempts retried',
       labelNames: ['workload'],
+      registers,
+    });
+    this.meshRequests = new Counter({
+      name: 'svcproxy_mesh_requests_total',
+      help: 'Mesh requests by reporter (source: the caller\'s sidecar; destination: the target\'s), caller, target, status and outcome (allowed, denied)',
+      labelNames: ['reporter', 'source_workload', 'source_gvc', 'destination_workload', 'destination_gvc', 'response_code', 'outcome'],
+      registers,
+    });
+    this.meshHandshakes = new Counter({
+      name: 'svcproxy_mesh_tls_handshakes_total',
+      help: 'mTLS handshakes completed (side: server, client)',
+      labelNames: ['side'],
+      registers,
+    });
+    this.meshHandshakeFailures = new Counter({
+      name: 'svcproxy_mesh_tls_handshake_failures_total',
+      help: 'mTLS handshakes refused by an mTLS listener, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.egressRequests = new Counter({
+      name: 'svcproxy_egress_requests_total',
+      help: 'Requests and tunnels from a workload to destinations outside the mesh, by outcome (allowed, denied)',
+      labelNames: ['source_workload', 'source_gvc', 'outcome'],
       registers,
     });
     const worker = opts.worker;

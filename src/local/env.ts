@@ -29,6 +29,8 @@ export interface ReplicaEnvInput {
   readonly token: string;
   /** The environment inherited from the supervisor (PATH, HOME, ...). */
   readonly baseEnv: Readonly<Record<string, string | undefined>>;
+  /** The mesh's variables (HTTP_PROXY, ...: DESIGN §9), set before the container's own `env`. */
+  readonly mesh?: Readonly<Record<string, string>>;
 }
 
 /** `svc` → `SVC_`; characters that cannot appear in a variable name become `_`. */
@@ -66,6 +68,7 @@ export function buildReplicaEnv(input: ReplicaEnvInput): Record<string, string> 
   env[`${prefix}TOKEN`] = input.token;
   env[`${prefix}IMAGE`] = input.container.image ?? '';
   env[`${prefix}REPLICA`] = input.replica;
+  if (input.mesh) Object.assign(env, input.mesh);
 
   for (const { name, value } of input.container.env) env[name] = value;
   return env;

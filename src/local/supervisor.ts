@@ -35,6 +35,22 @@ export interface SupervisorOptions {
   /** Working directory of the processes; this process's by default. */
   readonly cwd?: string;
   readonly allocatePorts?: (count: number, host: string) => Promise<number[]>;
+  /** Gives each replica its place in the mesh (its listeners, identity and proxy variables). */
+  readonly mesh?: ReplicaMeshes;
+}
+
+/** What the mesh gives a replica `up` starts (src/roles/up-mesh.ts). */
+export interface ReplicaMesh {
+  /** Its sidecar's mTLS listener. */
+  readonly address: HostPort;
+  /** HTTP_PROXY and friends: where its processes' outbound calls go. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Close its listeners and stop renewing its certificate. */
+  detach(): Promise<void>;
+}
+
+export interface ReplicaMeshes {
+  attach(plan: ReplicaPlan, replica: { readonly ports: ReadonlyMap<number, HostPort>; sibling(container: string, port: number): HostPort | undefined }): Promise<ReplicaMesh>;
 }
 
 interface RunningContainer {
@@ -51,6 +67,7 @@ interface RunningReplica {
   readonly replica: Replica;
   readonly containers: RunningContainer[];
   retired: boolean;
+  readonly mesh?: ReplicaMesh;
   /** Set by `retire()`: resolves when every process of the replica has exited. */
   stopped?: Promise<void>;
 }
@@ -212,17 +229,27 @@ export class Supervisor {
       }
       own.push(mine);
     }
+    const mesh = await this.options.mesh?.attach(plan, {
+      ports: replicaPorts,
+      // A container of this replica by name: its own port for that declared number.
+      sibling: (name, port) => {
+        const i = plan.containers.findIndex((c) => c.name === name);
+        const actual = i < 0 ? undefined : own[i]!.get(port);
+        return actual === undefined ? undefined : { host: this.host, port: actual };
+      },
+    });
     const replica: Replica = {
       workload: workload.key,
       location: location.name,
       name: plan.name,
       index: plan.index,
       ports: replicaPorts,
+      ...(mesh ? { mesh: mesh.address } : {}),
       ready: false,
       outstanding: 0,
       ejectedUntil: 0,
     };
-    const running: RunningReplica = { plan, replica, containers: [], retired: false };
+    const running: RunningReplica = { plan, replica, containers: [], retired: false, ...(mesh ? { mesh } : {}) };
     const namespace = workloadNamespace(workload.key);
     const token = localToken(this.tokenSecret, workload.key);
 
@@ -242,6 +269,7 @@ export class Supervisor {
         workloadVersion: plan.workloadVersion,
         token,
         baseEnv: this.baseEnv,
+        ...(mesh ? { mesh: mesh.env } : {}),
       });
       const first = container.ports[0] ? mine.get(container.ports[0].number) : undefined;
       const addressOf: AddressOf = (declared) => {
@@ -324,7 +352,8 @@ export class Supervisor {
     }
     this.registry.setReady(running.replica, false);
     this.retiring.add(running);
-    const done = Promise.all(running.containers.map((c) => c.process.stop(graceMs))).then(() => {
+    const done = Promise.all(running.containers.map((c) => c.process.stop(graceMs))).then(async () => {
+      await running.mesh?.detach();
       this.retiring.delete(running);
     });
     // A second retire() (stop() after a reload) only shortens the grace; the first promise stands.

@@ -6,7 +6,10 @@
  * protocol. The sidecar path (a standalone `svcproxy sidecar`) starts at the filters. Every answer the
  * proxy makes itself goes through `Exchange.reply` (DESIGN §6); nothing here throws to the server.
  */
-import type { OutgoingHttpHeaders } from 'node:http';
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { CONNECTION_ESTABLISHED } from './tunnel.js';
+import { isIPv4 } from 'node:net';
 import type { Logger } from 'pino';
 import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
@@ -26,7 +29,7 @@ import {
 } from '../routing/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
+import type { DownstreamRequest, DownstreamResponse, ErrorCode, LocalReply } from './errors.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
 import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
@@ -45,6 +48,11 @@ import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import type { OverloadGuard } from './overload.js';
 import { overHttp2, problemReply, requestProblem } from './sanitize.js';
+import type { MeshTlsClient } from './mesh-tls.js';
+import { callerOf, verifiedPeerOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
+import { DEFAULT_ORG, parseSpiffeUri, workloadUri, xfccValue } from '../mesh/index.js';
+import { parseHostHeader } from '../routing/hosts.js';
+import { Egress } from './egress.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -73,6 +81,7 @@ interface AttemptPlan {
   protocol: string;
   headers: OutgoingHttpHeaders;
   path: string;
+  hop: Hop;
 }
 
 /** Retry bookkeeping of one request whose workload retries. */
@@ -98,6 +107,8 @@ interface Route {
   /** Canonical or alias host: geo routing and debug headers apply. */
   canonical: boolean;
   includeNotReady: boolean;
+  /** An internal name: the mesh carries it (mTLS to the replica's sidecar, when it has one). */
+  internal?: boolean;
 }
 
 /** The identity of a standalone sidecar. */
@@ -126,6 +137,10 @@ export class DataPlane implements ExchangeObserver {
   private drainWaiters: (() => void)[] = [];
   /** WebSocket upgrades and CONNECT tunnels. */
   private readonly tunnels: Tunnels;
+  /** Each mesh caller's mTLS upstreams. */
+  private readonly meshUpstreams = new Map<MeshTlsClient, Upstreams>();
+  /** Destinations outside the mesh, through outbound listeners. */
+  private readonly egress: Egress;
 
   constructor(snapshot: Snapshot, private readonly opts: DataPlaneOptions) {
     this.factories = opts.factories ?? NO_FILTERS;
@@ -137,10 +152,12 @@ export class DataPlane implements ExchangeObserver {
     };
     this.tunnels = new Tunnels({
       table: () => this.table,
+      hop: (ex, replica, port, internal) => this.hopOf(ex, replica, port, internal),
       route: (table, target, at) => this.route(table, target, at),
       anyReplica: this.anyReplica,
       record: (ex) => this.record(ex),
     }, opts);
+    this.egress = new Egress({ metrics: opts.metrics, logger: opts.deps.logger.child({ component: 'egress' }) });
     this.outlier = new OutlierDetector(opts.replicas, opts.deps.clock, opts.deps.logger.child({ component: 'outlier' }), {
       onEject: (replica) => opts.metrics.ejections.labels(replica.workload, replica.location).inc(),
     });
@@ -167,7 +184,31 @@ export class DataPlane implements ExchangeObserver {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.upstreams.close(), this.shared.close(), this.opts.telemetry?.close()]);
+    await Promise.all([this.upstreams.close(), this.shared.close(), this.opts.telemetry?.close(), ...[...this.meshUpstreams.values()].map((u) => u.close())]);
+    this.meshUpstreams.clear();
+  }
+
+  /** The org whose trust domain the mesh identities are in. */
+  get org(): string {
+    return this.table.snapshot.org?.name ?? DEFAULT_ORG;
+  }
+
+  /** A mesh listener went away (a replica that stopped): drop every caller's connections to it. */
+  forgetMesh(address: HostPort): void {
+    for (const upstreams of this.meshUpstreams.values()) upstreams.forget(address);
+  }
+
+  /** A mesh caller went away (a replica `up` stopped): close its mTLS connections. */
+  releaseCaller(tls: MeshTlsClient): void {
+    const upstreams = this.meshUpstreams.get(tls);
+    this.meshUpstreams.delete(tls);
+    void upstreams?.close();
+  }
+
+  private upstreamsOf(tls: MeshTlsClient): Upstreams {
+    let upstreams = this.meshUpstreams.get(tls);
+    if (!upstreams) this.meshUpstreams.set(tls, (upstreams = new Upstreams(tls)));
+    return upstreams;
   }
 
   private tableDeps(): RouteTableDeps {
@@ -190,13 +231,47 @@ export class DataPlane implements ExchangeObserver {
    * callers inside the mesh. `caller` is the identity of the workload whose outbound traffic this
    * listener carries; the target's internal firewall decides whether it may call (DESIGN §4).
    */
-  meshHandlers(listener: { port: number }, caller: MeshCaller = {}): ListenerHandlers {
+  meshHandlers(listener: { port: number }, caller: OutboundCaller = {}): ListenerHandlers {
+    const request = (req: DownstreamRequest, res: DownstreamResponse): void => this.onIngressRequest(req, res, listener.port, false, 'mesh', caller);
+    const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => this.tunnels.upgrade(req, socket, head, listener.port, false, 'mesh', caller);
+    // Requests inside a CONNECT to an HTTP port (proxy clients that always tunnel, as undici's
+    // EnvHttpProxyAgent does): served like requests to the listener itself, each routed by its Host.
+    let tunnelled: http.Server | undefined;
     return {
-      request: (req, res) => this.onIngressRequest(req, res, listener.port, false, 'mesh', caller),
-      upgrade: (req, socket, head) => this.tunnels.upgrade(req, socket, head, listener.port, false, 'mesh', caller),
-      connect: (req, socket, head) => this.tunnels.connect(req, socket, head, listener.port, false, 'mesh', caller),
+      request,
+      upgrade,
+      connect: (req, socket, head) => {
+        const target = resolveHost(this.table.hosts, req.url ?? '', 'mesh', listener.port);
+        if (target === undefined) {
+          // A destination outside the mesh (HTTPS_PROXY's CONNECT host:443): the egress firewall decides.
+          const workload = caller.workload === undefined ? undefined : this.table.snapshot.workloads.get(caller.workload);
+          if (workload) return this.egress.connect(req, socket, head, workload);
+        } else if (target.kind !== 'domain' && protocolOf(findPort(target.workload, 'port' in target ? target.port : undefined)) !== 'tcp') {
+          tunnelled ??= tunnelServer(request, upgrade);
+          socket.write(CONNECTION_ESTABLISHED);
+          if (head.length > 0) socket.unshift(head);
+          tunnelled.emit('connection', socket);
+          return;
+        }
+        this.tunnels.connect(req, socket, head, listener.port, false, 'mesh', caller);
+      },
     };
   }
+
+  /**
+   * A sidecar's mTLS listener (`--mesh-inbound`; one per replica under `up`): requests from other
+   * sidecars for this replica's internal names. The handshake verified the caller's certificate;
+   * here its identity meets the internal firewall, then the sidecar filters and the app (DESIGN §9).
+   */
+  meshInboundHandlers(identity: MeshInbound, listener: { port: number }): ListenerHandlers {
+    return {
+      request: (req, res) => this.onMeshInbound(req, res, identity, listener.port),
+      upgrade: (req, socket, head) => this.tunnels.meshInboundUpgrade(req, socket, head, identity, listener.port, this.meshGate(identity)),
+      connect: (req, socket, head) => this.tunnels.meshInboundConnect(req, socket, head, identity, listener.port, this.meshGate(identity)),
+    };
+  }
+
+
 
   /** A standalone sidecar's inbound listener: filters, then the app. */
   sidecarHandlers(identity: SidecarIdentity, listener: { port: number; tls: boolean }): ListenerHandlers {
@@ -256,18 +331,28 @@ export class DataPlane implements ExchangeObserver {
     return ex;
   }
 
-  private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: MeshCaller): void {
+  private onIngressRequest(req: DownstreamRequest, res: DownstreamResponse, port: number, tls: boolean, listener: 'external' | 'mesh', caller?: OutboundCaller): void {
     const ex = this.start(req, res, tls, port);
     if (!ex) return;
     ex.listenerKind = listener;
     const table = this.table;
     const target = resolveHost(table.hosts, ex.host, listener, port);
+    // Through a workload's outbound listener, a host outside the mesh is a sibling container or egress.
+    if (!target && caller?.workload !== undefined) return this.outside(ex, caller, caller.workload);
+    if (caller?.gvc !== undefined && target?.kind === 'internal-replica' && target.workload.gvc !== caller.gvc &&
+        !table.snapshot.workloads.get(caller.workload ?? '')?.mesh.discoverCrossGvcReplicas) {
+      return ex.reply({ code: 'NO_ROUTE' });
+    }
     const route = target && this.route(table, target, ex);
     if (!route) return ex.reply({ code: 'NO_ROUTE' });
     const workload = route.workload;
     ex.workload = workload;
     this.opts.telemetry?.routed?.(ex);
-    if (caller && isInternal(target) && !internalFirewall(workload)(caller)) return ex.reply({ code: 'FIREWALL_BLOCKED' });
+    if (caller) {
+      ex.meshCaller = caller;
+      // Judged here too when the target's sidecar will judge it again: a denied call never leaves.
+      if (isInternal(target) && !internalFirewall(workload)(caller)) return ex.reply({ code: 'FIREWALL_BLOCKED' });
+    }
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], gvc?.trustedProxies ?? 0);
     ex.debug = route.canonical && workload.defaultOptions.debug && req.headers[table.headers.debug] === 'true';
@@ -288,11 +373,11 @@ export class DataPlane implements ExchangeObserver {
       case 'replica':
         return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: false };
       case 'internal':
-        return { workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses };
+        return { workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses, internal: true };
       case 'internal-replica':
         return {
           workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery,
-          fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses,
+          fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses, internal: true,
         };
       case 'domain': {
         const match = matchDomainRoute(target.port, ex.path);
@@ -379,9 +464,11 @@ export class DataPlane implements ExchangeObserver {
       ...(route.setHeaders && route.setHeaders.length > 0 ? { set: route.setHeaders } : {}),
     });
     ex.targetPort = route.port?.number;
-    const plan: AttemptPlan = { table, route, protocol: protocolOf(route.port), headers, path: route.upstreamPath };
+    const hop = this.hopOf(ex, replica, route.port, route.internal === true);
+    const plan: AttemptPlan = { table, route, protocol: protocolOf(route.port), headers, path: route.upstreamPath, hop };
+    if (hop === 'mesh') ex.destinationPrincipal = workloadUri(this.org, workload.gvc, workload.name);
     // A replica with its own sidecar applies the workload's filters there.
-    const chain = replica.sidecar ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
+    const chain = hop !== 'app' ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return this.startAttempts(ex, plan);
     runChain(chain, ex, (result) => {
       if (result) return ex.reply(result);
@@ -427,9 +514,30 @@ export class DataPlane implements ExchangeObserver {
       ex.bodyOverride = body;
     }
     const replica = ex.replica!;
-    const target = replica.sidecar ?? appAddress(replica, plan.route.port);
+    // A retry lands on a replica reached the same way (a filter chain skipped for a sidecar that
+    // runs it must not be skipped for one that does not), or not at all.
+    if (this.hopOf(ex, replica, plan.route.port, plan.route.internal === true) !== plan.hop) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    if (plan.hop === 'mesh') {
+      const upstreams = this.upstreamsOf(ex.meshCaller!.tls!);
+      return this.forward(ex, replica.mesh!, plan.protocol, plan.path, plan.headers, upstreams, ex.destinationPrincipal);
+    }
+    const target = plan.hop === 'sidecar' ? replica.sidecar : appAddress(replica, plan.route.port);
     if (!target) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
     this.forward(ex, target, plan.protocol, plan.path, plan.headers);
+  }
+
+  /** How a request reaches `replica` on `port` (see Hop); `internal`: for an internal name. */
+  hopOf(ex: Exchange, replica: Replica, port: PortModel | undefined, internal: boolean): Hop {
+    const target = ex.workload!;
+    const number = port?.number ?? target.primaryPort?.number;
+    if (number !== undefined && number === target.mesh.inboundDisabledPort) return 'bare';
+    const caller = ex.meshCaller;
+    if (internal && caller?.tls && replica.mesh) {
+      const own = caller.workload === undefined ? undefined : this.table.snapshot.workloads.get(caller.workload);
+      if (number === undefined || number !== own?.mesh.outboundDisabledPort) return 'mesh';
+      return 'bare';
+    }
+    return replica.sidecar ? 'sidecar' : 'app';
   }
 
   private onAttemptResponse(ex: Exchange, status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
@@ -557,12 +665,100 @@ export class DataPlane implements ExchangeObserver {
     });
   }
 
-  private forward(ex: Exchange, target: HostPort, protocol: string, path: string, headers: OutgoingHttpHeaders): void {
+  // ---- the mesh (DESIGN §9) ----------------------------------------------------------------------
+
+  /**
+   * Who may call `identity` on its mTLS listener, and where the request goes: the Host must be one
+   * of its internal names on a declared port (a sidecar is no relay), and its internal firewall
+   * must admit the caller's verified identity. Answers the refusal's code otherwise.
+   */
+  admitMesh(ex: Exchange, identity: MeshInbound): MeshAdmission | ErrorCode {
+    const peer = verifiedPeerOf(ex.req);
+    ex.sourcePrincipal = peer?.uri;
+    ex.location = identity.location;
+    const target = resolveHost(this.table.hosts, ex.host, 'mesh', ex.listenerPort);
+    if (!target || !isInternal(target) || target.workload.key !== identity.workload) return 'NO_ROUTE';
+    if (target.kind === 'internal-replica' && (target.location !== identity.location || target.index !== identity.index)) return 'NO_ROUTE';
+    const workload = target.workload;
+    ex.workload = workload;
+    const caller = callerOf(peer, this.org);
+    if (!peer || !caller || !internalFirewall(workload)(caller)) return 'FIREWALL_BLOCKED';
+    const port = findPort(workload, target.port);
+    const app = port && identity.app(port.number);
+    if (!port || !app) return 'NO_ROUTE';
+    ex.targetPort = port.number;
+    return { workload, port, app, xfcc: xfccValue(identity.uri(), peer.der, peer.uri) };
+  }
+
+  private onMeshInbound(req: DownstreamRequest, res: DownstreamResponse, identity: MeshInbound, port: number): void {
+    const ex = this.start(req, res, true, port, 'sidecar');
+    if (!ex) return;
+    ex.listenerKind = 'sidecar';
+    const admitted = this.admitMesh(ex, identity);
+    if (typeof admitted === 'string') return ex.reply({ code: admitted });
+    const { workload, port: portModel, app } = admitted;
+    this.opts.telemetry?.routed?.(ex);
+    const table = this.table;
+    const gvc = table.snapshot.gvcs.get(workload.gvc);
+    // Behind the caller's sidecar: one more trusted hop (it appended its app's address).
+    ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], (gvc?.trustedProxies ?? 0) + 1);
+    const forwardedProto = req.headers['x-forwarded-proto'];
+    const headers = upstreamHeaders(req.headers, {
+      host: ex.host,
+      peer: ex.peer,
+      proto: typeof forwardedProto === 'string' ? forwardedProto : 'http',
+      requestId: ex.requestId,
+      keepTeTrailers: true,
+    });
+    // Any client-sent value was removed with the edge headers; this one is the verified caller's.
+    headers['x-forwarded-client-cert'] = admitted.xfcc;
+    ex.startTimeout(workload.timeoutMs);
+    const protocol = protocolOf(portModel);
+    const chain = portModel.number === workload.mesh.inboundDisabledPort ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
+    if (chain.length === 0) return this.forward(ex, app, protocol, ex.pathWithQuery, headers);
+    runChain(chain, ex, (result) => {
+      if (result) return ex.reply(result);
+      this.forward(ex, app, protocol, withQueryMutations(ex, ex.pathWithQuery), applyMutations(ex, headers));
+    });
+  }
+
+  /** The admission check for tunnels on an mTLS listener. */
+  private meshGate(identity: MeshInbound): (ex: Exchange) => MeshAdmission | ErrorCode {
+    return (ex) => this.admitMesh(ex, identity);
+  }
+
+  /**
+   * A host the mesh does not serve, through a workload's outbound listener: a container of the
+   * caller's own replica by name (`http://side:9000`: plain text, same replica), else a destination
+   * outside the mesh, which the caller's egress firewall decides.
+   */
+  private outside(ex: Exchange, caller: OutboundCaller, callerKey: string): void {
+    const workload = this.table.snapshot.workloads.get(callerKey);
+    if (!workload) return ex.reply({ code: 'NO_ROUTE' });
+    const parsed = parseHostHeader(ex.host);
+    const port = parsed?.port ?? 80;
+    // `localhost` is the replica's own network (proxy clients send it here: NO_PROXY cannot name
+    // `localhost` without every `*.localhost` internal name); a loopback address likewise.
+    const local = parsed && isLoopbackHost(parsed.host) ? { host: parsed.host === 'localhost' ? '127.0.0.1' : parsed.host, port } : undefined;
+    const sibling = local ?? (parsed && !parsed.host.includes('.') ? caller.sibling?.(parsed.host, port) : undefined);
+    if (sibling) {
+      ex.workload = workload;
+      const headers = upstreamHeaders(ex.req.headers, { host: ex.host, peer: ex.peer, proto: 'http', requestId: ex.requestId, keepTeTrailers: true });
+      ex.startTimeout(workload.timeoutMs);
+      return this.forward(ex, sibling, protocolOf(findPort(workload, port)), ex.pathWithQuery, headers);
+    }
+    this.egress.request(ex, workload, (target, headers) => {
+      ex.startTimeout(workload.timeoutMs);
+      this.forward(ex, target, 'http', ex.pathWithQuery, headers);
+    });
+  }
+
+  private forward(ex: Exchange, target: HostPort, protocol: string, path: string, headers: OutgoingHttpHeaders, upstreams = this.upstreams, serverUri?: string): void {
     if (ex.isFinished) return;
     this.opts.telemetry?.attemptStart(ex, target, headers);
     try {
-      if (protocol === 'grpc' || protocol === 'http2') forwardHttp2(ex, this.upstreams.session(target), path, headers, this.forwardHooks);
-      else forwardHttp1(ex, this.upstreams.pool(target), path, headers, this.forwardHooks);
+      if (protocol === 'grpc' || protocol === 'http2') forwardHttp2(ex, upstreams.session(target, serverUri), path, headers, this.forwardHooks);
+      else forwardHttp1(ex, upstreams.pool(target, serverUri), path, headers, this.forwardHooks);
     } catch (err) {
       this.opts.deps.logger.error({ err, requestId: ex.requestId }, 'forwarding failed');
       if (!ex.isFinished) ex.reply({ code: 'UPSTREAM_RESET' });
@@ -589,6 +785,31 @@ export class DataPlane implements ExchangeObserver {
     this.record(ex);
   }
 
+  /** `svcproxy_mesh_requests_total`: reported by the caller's side and by the target's. */
+  private countMesh(ex: Exchange, status: number): void {
+    const target = ex.workload;
+    let source: { workload?: string; gvc?: string } | undefined;
+    let reporter: string;
+    if (ex.sourcePrincipal !== undefined) {
+      reporter = 'destination';
+      const id = parseSpiffeUri(ex.sourcePrincipal);
+      source = { workload: id?.workload, gvc: id?.gvc };
+    } else {
+      reporter = 'source';
+      const key = ex.meshCaller?.workload;
+      source = key === undefined ? {} : { workload: key.slice(key.indexOf('/') + 1), gvc: ex.meshCaller?.gvc };
+    }
+    this.opts.metrics.meshRequests.inc({
+      reporter,
+      source_workload: source.workload ?? 'unknown',
+      source_gvc: source.gvc ?? 'unknown',
+      destination_workload: ex.egress !== undefined ? 'egress' : target?.name ?? 'unknown',
+      destination_gvc: ex.egress !== undefined ? 'egress' : target?.gvc ?? 'unknown',
+      response_code: String(status),
+      outcome: ex.errorCode === 'FIREWALL_BLOCKED' ? 'denied' : 'allowed',
+    });
+  }
+
   /** Telemetry, metrics and the access-log line of a finished exchange (requests and tunnels). */
   private record(ex: Exchange): void {
     this.opts.telemetry?.requestEnd(ex);
@@ -597,6 +818,7 @@ export class DataPlane implements ExchangeObserver {
     const upstreamSeconds = ex.upstreamHeadersAt > 0 ? (ex.upstreamHeadersAt - ex.upstreamStartedAt) / 1000 : undefined;
     const status = ex.status || 0;
     this.opts.metrics.countRequest(workload, location, status || 499, upstreamSeconds);
+    if (ex.meshCaller !== undefined || ex.sourcePrincipal !== undefined) this.countMesh(ex, status || 499);
     const log = this.opts.accessLog;
     if (log.isLevelEnabled('info')) {
       log.info({
@@ -614,6 +836,9 @@ export class DataPlane implements ExchangeObserver {
         upstreamMs: upstreamSeconds === undefined ? undefined : Math.round(upstreamSeconds * 1e6) / 1000,
         client: ex.clientAddress,
         protocol: ex.req.httpVersion === '2.0' ? 'HTTP/2' : 'HTTP/1.1',
+        ...(ex.sourcePrincipal ? { sourcePrincipal: ex.sourcePrincipal } : {}),
+        ...(ex.destinationPrincipal ? { destinationPrincipal: ex.destinationPrincipal } : {}),
+        ...(ex.egress ? { egress: ex.egress } : {}),
         ...(ex.errorCode ? { error: ex.errorCode } : {}),
         ...(ex.tunnel ? { tunnel: ex.tunnel.kind, bytesReceived: ex.tunnel.bytesIn } : {}),
       });
@@ -621,8 +846,22 @@ export class DataPlane implements ExchangeObserver {
   }
 }
 
-function isInternal(target: HostTarget | undefined): boolean {
+function isInternal(target: HostTarget | undefined): target is Extract<HostTarget, { kind: 'internal' | 'internal-replica' }> {
   return target?.kind === 'internal' || target?.kind === 'internal-replica';
+}
+
+/** An HTTP/1.1 server for the connections CONNECT handed over (never listens itself). */
+function tunnelServer(request: (req: IncomingMessage, res: ServerResponse) => void, upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): http.Server {
+  const server = http.createServer({ maxHeaderSize: 64 * 1024 }, request);
+  server.on('upgrade', upgrade);
+  server.on('clientError', (_err, socket) => socket.destroy());
+  // Node enforces the headers timeout once a server is 'listening'; this one never listens itself.
+  server.emit('listening');
+  return server;
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || (isIPv4(host) && host.startsWith('127.'));
 }
 
 function noLatency(): undefined {

@@ -12,6 +12,7 @@ import type { Clock, Timer } from '../deps.js';
 import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendLocalReply, destroyResponse } from './errors.js';
 import { applyHeaderOps, type HeaderOp } from './headers.js';
 import type { Tunnel } from './tunnel.js';
+import type { OutboundCaller } from './mesh-peer.js';
 
 /** Where a response keeps its exchange, for the one listener all responses share. */
 const EXCHANGE = Symbol('svcproxy.exchange');
@@ -79,6 +80,14 @@ export class Exchange {
    * inbound listener (behind the ingress, which already applied the edge rules).
    */
   listenerKind: 'external' | 'mesh' | 'sidecar' = 'external';
+  /** Who called through a mesh (outbound) listener. */
+  meshCaller: OutboundCaller | undefined = undefined;
+  /** The caller's mesh identity (its certificate's URI), on a sidecar's mTLS listener. */
+  sourcePrincipal: string | undefined = undefined;
+  /** The identity the caller's sidecar required of the target, on a request it sent over mTLS. */
+  destinationPrincipal: string | undefined = undefined;
+  /** A request through an outbound listener to a destination outside the mesh: where it went. */
+  egress: string | undefined = undefined;
   /** Set for a WebSocket upgrade or a CONNECT tunnel: the exchange lasts as long as the connection. */
   tunnel: Tunnel | undefined = undefined;
   /** Per-request state of the telemetry layer (the server span), opaque here. */

@@ -20,6 +20,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
+import type tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
 import { ERRORS, errorBody, type ErrorCode } from './errors.js';
@@ -34,6 +35,13 @@ export interface ListenerHandlers {
   connect?(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
 }
 
+/** PEM certificate chain, key and CA bundle of a mesh mTLS listener. */
+export interface MeshServerCredentials {
+  readonly cert: string;
+  readonly key: string;
+  readonly ca: string;
+}
+
 export interface ListenerOptions {
   host: string;
   port: number;
@@ -43,6 +51,12 @@ export interface ListenerOptions {
    * is served too, but its certificate is never presented as an identity (`socket.authorized` false).
    */
   tls?: { cert: string | Buffer; key: string | Buffer; clientCa?: string | Buffer };
+  /**
+   * A mesh mTLS listener (DESIGN §9) instead: TLS 1.3 only, a client certificate required and
+   * verified against the context's CA (a client without one, or with one of another CA or expired,
+   * fails the handshake). `setCredentials` swaps in renewed credentials for new connections.
+   */
+  mtls?: MeshServerCredentials;
   handlers: ListenerHandlers;
   limits?: ListenerLimits;
   /** Told about what the limits turned away (for metrics). */
@@ -85,11 +99,17 @@ export interface ListenerEvents {
   connectionRejected?(): void;
   /** An HTTP/2 session was closed with ENHANCE_YOUR_CALM (too many stream resets). */
   sessionCalmed?(): void;
+  /** A TLS handshake completed (mTLS listeners). */
+  handshake?(socket: tls.TLSSocket): void;
+  /** A TLS handshake failed: plain text, no or a bad client certificate, ... */
+  handshakeFailed?(err: Error, socket: tls.TLSSocket): void;
 }
 
 export interface Listener {
   readonly address: { host: string; port: number };
   readonly tls: boolean;
+  /** New connections of an mTLS listener use these (renewed mesh credentials). */
+  setCredentials(credentials: MeshServerCredentials): void;
   /** Stop accepting; idle keep-alive connections are closed, in-flight requests go on. */
   stopAccepting(): Promise<void>;
   /** Destroy every connection. */
@@ -197,11 +217,13 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
 
   let outer: net.Server;
   let h1: http.Server | undefined;
-  if (opts.tls) {
+  let secureServer: tls.Server | undefined;
+  if (opts.tls || opts.mtls) {
     const secure = http2.createSecureServer({
-      cert: opts.tls.cert,
-      key: opts.tls.key,
-      ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+      ...(opts.mtls
+        ? { ...opts.mtls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' as const }
+        : { cert: opts.tls!.cert, key: opts.tls!.key }),
+      ...(opts.tls?.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
       allowHTTP1: true,
       ALPNProtocols: ['h2', 'http/1.1'],
       settings: http2Settings(limits),
@@ -218,6 +240,9 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       else connect?.(req as http.IncomingMessage, second as Duplex, head);
     }) as never);
     secure.on('secureConnection', track);
+    if (events?.handshake) secure.on('secureConnection', events.handshake);
+    if (events?.handshakeFailed) secure.on('tlsClientError', events.handshakeFailed);
+    secureServer = secure;
     // HTTP/1.1 over TLS is parsed by Node's HTTP/1.1 server code, which reports its errors here.
     secure.on('clientError', onClientError);
     secure.on('sessionError', () => undefined);
@@ -286,7 +311,8 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   let idleSweep: NodeJS.Timeout | undefined;
   return {
     address: { host: addr.address, port: addr.port },
-    tls: Boolean(opts.tls),
+    tls: Boolean(opts.tls || opts.mtls),
+    setCredentials: (c) => secureServer?.setSecureContext({ ...c, minVersion: 'TLSv1.3' }),
     openConnections: () => sockets.size,
     // Resolves once the port no longer accepts; connections in flight are the caller's to wait for
     // (with its grace period) and then destroy(). Waiting here for them to close would let one

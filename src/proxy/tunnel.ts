@@ -94,6 +94,8 @@ export interface RelayHooks {
   answered(answer: RelayedAnswer): void;
   /** The sidecar could not be reached, or closed before answering; nothing was sent to the client. */
   failed(connected: boolean): void;
+  /** Opens the connection to the sidecar (a mesh hop: TLS); default TCP. */
+  dial?(): net.Socket;
 }
 
 /**
@@ -103,11 +105,11 @@ export interface RelayHooks {
  * are piped (a refusal's body, then its close, reach the client as the sidecar sent them).
  */
 export function relayConnect(tunnel: Tunnel, socket: Duplex, head: Buffer, target: HostPort, authority: string, headers: OutgoingHttpHeaders, hooks: RelayHooks): net.Socket {
-  const upstream = net.connect(target.port, target.host);
+  const upstream = hooks.dial?.() ?? net.connect(target.port, target.host);
   let connected = false;
   let answered = false;
   let requestHead = 0;
-  upstream.once('connect', () => {
+  upstream.once(hooks.dial ? 'secureConnect' : 'connect', () => {
     connected = true;
     if (socket.destroyed) return void upstream.destroy();
     let text = `CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n`;

@@ -16,9 +16,12 @@
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import net from 'node:net';
+import https from 'node:https';
+import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { MeshCaller } from '../firewall/internal.js';
+import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
 import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
@@ -34,6 +37,7 @@ import { protocolOf, type RouteTable } from './routes.js';
 import { problemReply, requestProblem } from './sanitize.js';
 import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
+import type { Hop, MeshAdmission, MeshInbound } from './mesh-peer.js';
 import { proxyWebSocket } from './websocket.js';
 
 /** What routing reads of a request. */
@@ -56,6 +60,8 @@ export interface TunnelRoute {
 /** The data plane's side: its current table, its routing, and the bookkeeping of a finished exchange. */
 export interface TunnelContext {
   table(): RouteTable;
+  /** How the tunnel reaches the replica (the data plane's rule for requests). */
+  hop(ex: Exchange, replica: Replica, port: PortModel | undefined, internal: boolean): Hop;
   route(table: RouteTable, target: HostTarget, at: RoutingPath): TunnelRoute | undefined;
   /** For `publishNotReadyAddresses`: a location counts when it has any replica. */
   readonly anyReplica: Pick<ReplicaRegistry, 'hasReady'>;
@@ -71,7 +77,10 @@ interface Picked {
   readonly address: HostPort;
   readonly port: PortModel | undefined;
   readonly path: string;
+  /** The replica's own sidecar (plain, or over mTLS) runs the filters: none run here. */
   readonly viaSidecar: boolean;
+  /** Over mTLS to the replica's sidecar: the options to dial it with. */
+  readonly mesh?: tls.ConnectionOptions;
 }
 
 type ListenerKind = Exchange['listenerKind'];
@@ -96,7 +105,7 @@ export class Tunnels {
       for (const name of Object.keys(req.headers)) {
         if (strippedAtEdge(name, strip)) delete req.headers[name];
       }
-      this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address));
+      this.filtered(ex, socket, picked.viaSidecar, () => this.proxyUpgrade(ex, socket, head, picked.address, picked.mesh));
     });
   }
 
@@ -107,7 +116,7 @@ export class Tunnels {
     this.pick(ex, socket, listener, caller, (picked) => {
       if (protocolOf(picked.port) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
       this.filtered(ex, socket, picked.viaSidecar, () =>
-        picked.viaSidecar ? this.relay(ex, socket, head, picked.address) : this.open(ex, socket, head, picked.address));
+        picked.viaSidecar ? this.relay(ex, socket, head, picked.address, picked.mesh) : this.open(ex, socket, head, picked.address));
     });
   }
 
@@ -124,6 +133,36 @@ export class Tunnels {
     if (!ex || !this.asSidecar(ex, socket, identity)) return;
     if (protocolOf(ex.workload!.primaryPort) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
     this.filtered(ex, socket, false, () => this.open(ex, socket, head, identity.app));
+  }
+
+  /** An upgrade on a sidecar's mTLS listener: the caller admitted, then the filters and the app. */
+  meshInboundUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, identity: MeshInbound, port: number, admit: (ex: Exchange) => MeshAdmission | ErrorCode): void {
+    const ex = this.start(req, socket, 'websocket', true, port, 'sidecar');
+    if (!ex) return;
+    const admitted = admit(ex);
+    if (typeof admitted === 'string') return this.refuse(ex, socket, admitted);
+    this.asMeshTarget(ex, admitted, identity);
+    req.headers['x-forwarded-client-cert'] = admitted.xfcc;
+    this.filtered(ex, socket, admitted.port.number === admitted.workload.mesh.inboundDisabledPort, () => this.proxyUpgrade(ex, socket, head, admitted.app));
+  }
+
+  /** A CONNECT on a sidecar's mTLS listener (re-issued by the caller's sidecar): to the app's `tcp` port. */
+  meshInboundConnect(req: IncomingMessage, socket: Duplex, head: Buffer, identity: MeshInbound, port: number, admit: (ex: Exchange) => MeshAdmission | ErrorCode): void {
+    const ex = this.start(req, socket, 'connect', true, port, 'sidecar');
+    if (!ex) return;
+    const admitted = admit(ex);
+    if (typeof admitted === 'string') return this.refuse(ex, socket, admitted);
+    if (protocolOf(admitted.port) !== 'tcp') return this.refuse(ex, socket, 'NO_ROUTE');
+    this.asMeshTarget(ex, admitted, identity);
+    this.filtered(ex, socket, admitted.port.number === admitted.workload.mesh.inboundDisabledPort, () => this.open(ex, socket, head, admitted.app));
+  }
+
+  private asMeshTarget(ex: Exchange, admitted: MeshAdmission, identity: MeshInbound): void {
+    ex.location = identity.location;
+    const trusted = (this.ctx.table().snapshot.gvcs.get(admitted.workload.gvc)?.trustedProxies ?? 0) + 1;
+    ex.clientAddress = clientAddress(ex.peer, ex.req.headers['x-forwarded-for'], trusted);
+    // A client-sent value never reaches the app; the caller's is set from its verified certificate.
+    for (const name of Object.keys(ex.req.headers)) if (strippedAtEdge(name, [])) delete ex.req.headers[name];
   }
 
   // ---- the exchange ----------------------------------------------------------------------------
@@ -198,6 +237,7 @@ export class Tunnels {
    */
   private pick(ex: Exchange, socket: Duplex, listener: 'external' | 'mesh', caller: MeshCaller | undefined, go: (picked: Picked) => void, waited = false): void {
     if (ex.isFinished) return void socket.destroy();
+    if (caller) ex.meshCaller = caller;
     const table = this.ctx.table();
     const target = resolveHost(table.hosts, ex.host, listener, ex.listenerPort);
     const route = target && this.ctx.route(table, target, ex.tunnel!.kind === 'connect' ? CONNECT_ROUTING : ex);
@@ -218,7 +258,8 @@ export class Tunnels {
     const replica = route.fixedReplica !== undefined
       ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
       : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
-    const address = replica && (replica.sidecar ?? appAddress(replica, route.port));
+    const hop = replica && this.ctx.hop(ex, replica, route.port, isInternal(target));
+    const address = replica && (hop === 'mesh' ? replica.mesh : hop === 'sidecar' ? replica.sidecar : appAddress(replica, route.port));
     if (!replica || !address) {
       const checked = replica || waited ? undefined : whenFirstChecked(replicas, workload.key, deps.clock);
       if (checked) return void checked.then(() => this.pick(ex, socket, listener, caller, go, true));
@@ -228,7 +269,12 @@ export class Tunnels {
     // An open tunnel is an outstanding request to its replica (least-request balancing sees it).
     ex.replica = replica;
     routeTo(replica);
-    go({ address, port: route.port, path: route.upstreamPath, viaSidecar: replica.sidecar !== undefined });
+    if (hop === 'mesh') {
+      ex.destinationPrincipal = workloadUri(table.snapshot.org?.name ?? DEFAULT_ORG, workload.gvc, workload.name);
+      const mesh = ex.meshCaller!.tls!.options(ex.destinationPrincipal, 'http/1.1');
+      return go({ address, port: route.port, path: route.upstreamPath, viaSidecar: true, mesh });
+    }
+    go({ address, port: route.port, path: route.upstreamPath, viaSidecar: hop === 'sidecar' || hop === 'bare' });
   }
 
   /** A standalone sidecar's identity on the exchange; false when its workload is gone (answered 404). */
@@ -272,11 +318,13 @@ export class Tunnels {
   }
 
   /** WebSocket: the upgrade request (with the filters' mutations and trace context) to `target`. */
-  private proxyUpgrade(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
+  private proxyUpgrade(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort, mesh?: tls.ConnectionOptions): void {
     const req = ex.req as IncomingMessage;
     this.attemptStart(ex, target, req.headers as OutgoingHttpHeaders);
     const tunnel = ex.tunnel!;
     let failed = false;
+    // Over mTLS: an agent for this one upgrade (its connection becomes the tunnel).
+    const agent = mesh ? new https.Agent({ ...mesh, keepAlive: false }) : undefined;
     proxyWebSocket(req, socket, head, target, () => this.refuse(ex, socket, 'UPSTREAM_RESET'), {
       answered: (status, headers, upstream) => {
         if (ex.responseHeaderOps) applyHeaderOps(headers as OutgoingHttpHeaders, ex.responseHeaderOps);
@@ -290,7 +338,7 @@ export class Tunnels {
         failed = true;
         if (beforeAnswer) this.opts.telemetry?.attemptEnd(ex, { failure: failureKind(err), retried: false });
       },
-    });
+    }, agent);
   }
 
   /** CONNECT to the app's `tcp` port: a TCP connection, then 200 and the bytes piped. */
@@ -316,7 +364,7 @@ export class Tunnels {
   }
 
   /** CONNECT through the replica's sidecar: the request re-issued with its headers, the answer relayed. */
-  private relay(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
+  private relay(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort, mesh?: tls.ConnectionOptions): void {
     const headers = upstreamHeaders(ex.req.headers, {
       host: ex.host,
       peer: ex.peer,
@@ -327,6 +375,7 @@ export class Tunnels {
     });
     this.attemptStart(ex, target, headers);
     relayConnect(ex.tunnel!, socket, head, target, ex.host, headers, {
+      ...(mesh ? { dial: () => tls.connect({ ...mesh, host: target.host, port: target.port }) } : {}),
       answered: (answer) => {
         ex.tunnel!.responseHeaderBytes = answer.headerBytes;
         if (answer.status < 200 || answer.status > 299) ex.bytesSent = answer.bodyBytes;

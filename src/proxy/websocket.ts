@@ -5,7 +5,7 @@
  * The caller hears how the upstream answered (`WebSocketHooks`): the hook runs before http-proxy-3
  * writes that answer to the client, so it may still change the answer's headers.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ClientRequest } from 'node:http';
+import type { Agent, IncomingHttpHeaders, IncomingMessage, ClientRequest } from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
@@ -50,6 +50,8 @@ export function proxyWebSocket(
   target: HostPort,
   reject: (status: number, message: string) => void,
   hooks?: WebSocketHooks,
+  /** Dial through this agent (a mesh hop: TLS with the caller's certificate). */
+  agent?: Agent,
 ): void {
   const host = target.host.includes(':') ? `[${target.host}]` : target.host;
   let answered = false;
@@ -57,7 +59,7 @@ export function proxyWebSocket(
     answered = true;
     hooks?.answered(status, headers, upstream);
   });
-  proxy.ws(req, socket, head, { target: `http://${host}:${target.port}` }, (err: Error) => {
+  proxy.ws(req, socket, head, { target: `${agent ? 'https' : 'http'}://${host}:${target.port}`, ...(agent ? { agent } : {}) }, (err: Error) => {
     hooks?.failed(!answered, err);
     // The upstream never answered: nothing was written for this request, so an HTTP answer is still possible.
     if (!answered && socket.writable) reject(ERRORS.UPSTREAM_RESET.status, ERRORS.UPSTREAM_RESET.message);

@@ -23,6 +23,10 @@ import { createTelemetry } from '../tracing/index.js';
 import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from './address.js';
+import { fileCredentials, uriSanOf, workloadUri, type CredentialSource, type MeshCredentials } from '../mesh/index.js';
+import { MeshTlsClient } from '../proxy/mesh-tls.js';
+import type { MeshInbound, OutboundCaller } from '../proxy/mesh-peer.js';
+import type { TLSSocket } from 'node:tls';
 
 export interface RuntimeOptions {
   readonly role: 'up' | 'ingress' | 'sidecar';
@@ -38,6 +42,12 @@ export interface RuntimeOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile?: string };
   /** Mesh (outbound) listeners: internal host names. */
   readonly mesh?: readonly string[];
+  /** A sidecar's mTLS listeners for calls from other sidecars (`--mesh-inbound`; DESIGN §9). */
+  readonly meshInbound?: readonly string[];
+  /** This process's mesh identity: `--mesh-cert`, `--mesh-key`, `--mesh-ca` PEM files (reloaded on change). */
+  readonly meshFiles?: { readonly cert: string; readonly key: string; readonly ca: string };
+  /** This process's mesh identity, from a source of the caller's (`up`'s local CA); wins over `meshFiles`. */
+  readonly meshCredentials?: CredentialSource;
   /** `host:port` of the admin listener; undefined: none. */
   readonly admin?: string;
   readonly logger: Logger;
@@ -102,7 +112,12 @@ interface DeployedReplica {
 export class Runtime {
   readonly listeners: Listener[] = [];
   readonly meshListeners: Listener[] = [];
+  readonly meshInboundListeners: Listener[] = [];
   admin: AdminServer | undefined;
+  /** This process's mesh identity, when it has one. */
+  meshCredentials: CredentialSource | undefined;
+  /** Its mTLS client (calls through its mesh listeners). */
+  meshTls: MeshTlsClient | undefined;
   prober: LatencyProber | undefined;
   /** Load shedding and the overload counters (src/proxy/overload.ts). */
   overload: OverloadGuard | undefined;
@@ -170,6 +185,12 @@ export class Runtime {
       latencyOf: (loc: string) => (loc === own ? 0 : prober.latencyOf(loc)),
     });
     runtime = new Runtime(opts, store, deps, metrics, replicas, dataplane);
+    try {
+      await runtime.openMeshIdentity();
+    } catch (err) {
+      await runtime.stop(0);
+      throw err;
+    }
     runtime.prober = prober;
     runtime.overload = overload;
     overload.start();
@@ -218,7 +239,7 @@ export class Runtime {
       const probe = workload.containers[0]?.readinessProbe;
       const probeIdentity = JSON.stringify(probe ?? null);
       for (const d of list) {
-        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
+        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
         let deployed = previous.get(identity);
         if (deployed) {
           previous.delete(identity);
@@ -231,6 +252,7 @@ export class Runtime {
             index: d.index,
             ports: new Map([[portNumber, app]]),
             ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
+            ...(d.mesh ? { mesh: parseHostPort(d.mesh) } : {}),
             ready: false,
             outstanding: 0,
             ejectedUntil: 0,
@@ -248,12 +270,56 @@ export class Runtime {
     for (const gone of previous.values()) {
       gone.stop();
       const upstreams = this.dataplane.upstreams;
+      if (gone.replica.mesh) this.dataplane.forgetMesh(gone.replica.mesh);
       if (gone.replica.sidecar) upstreams.forget(gone.replica.sidecar);
       else for (const address of gone.replica.ports.values()) upstreams.forget(address);
     }
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.deployed = next;
     this.replicas.replace('deployment', replicas);
+  }
+
+  /** The mesh identity of this process (`--mesh-cert`...), checked against the sidecar's workload. */
+  private async openMeshIdentity(): Promise<void> {
+    const { opts } = this;
+    const source = opts.meshCredentials ?? (opts.meshFiles ? await fileCredentials(opts.meshFiles, { logger: opts.logger.child({ component: 'mesh' }), watch: opts.watch !== false }) : undefined);
+    if (!source) {
+      if (opts.meshInbound?.length) throw new Error('--mesh-inbound needs the sidecar\'s mesh identity: --mesh-cert, --mesh-key and --mesh-ca');
+      return;
+    }
+    this.meshCredentials = source;
+    if (opts.role === 'sidecar' && opts.sidecar) {
+      // Callers require the target workload's identity of its sidecar (secure naming): another would be refused by all.
+      const [gvc, name] = opts.sidecar.workload.split('/') as [string, string];
+      const want = workloadUri(this.dataplane.org, gvc, name);
+      if (source.current().uri !== want) throw new Error(`--mesh-cert carries ${source.current().uri}; the sidecar of ${opts.sidecar.workload} must present ${want}`);
+    }
+    const handshakes = this.metrics.meshHandshakes;
+    this.meshTls = new MeshTlsClient(source, () => handshakes.inc({ side: 'client' }));
+  }
+
+  /** Handshake counters and the log line of a refused one, with the peer's identity when it sent one. */
+  meshListenerEvents(): { handshake: () => void; handshakeFailed: (err: Error, socket: TLSSocket) => void } {
+    const log = this.opts.logger.child({ component: 'mesh' });
+    return {
+      handshake: () => this.metrics.meshHandshakes.inc({ side: 'server' }),
+      handshakeFailed: (err, socket) => {
+        // TLS 1.3: Node refuses a client certificate after the handshake, so the error is a hang-up
+        // and the certificate's verdict is on the socket.
+        const verdict = (socket as TLSSocket & { authorizationError?: Error | string }).authorizationError;
+        const code = (verdict === undefined ? undefined : String(typeof verdict === 'string' ? verdict : (verdict as NodeJS.ErrnoException).code ?? verdict.message))
+          ?? (err as NodeJS.ErrnoException).code ?? 'unknown';
+        const reason = code.replace(/^ERR_SSL_/, '').toLowerCase();
+        this.metrics.meshHandshakeFailures.inc({ reason });
+        let peer: string | undefined;
+        try {
+          peer = uriSanOf(socket.getPeerCertificate());
+        } catch {
+          peer = undefined;
+        }
+        log.info({ reason, peer, remote: socket.remoteAddress }, 'mesh handshake refused');
+      },
+    };
   }
 
   private async bind(): Promise<void> {
@@ -283,6 +349,7 @@ export class Runtime {
       handlers = this.handlersFor(spec.mesh, listener);
       (spec.mesh ? this.meshListeners : this.listeners).push(listener);
     }
+    for (const address of opts.meshInbound ?? []) await this.bindMeshInbound(address);
     if (opts.admin) {
       const { host, port } = parseHostPort(opts.admin);
       this.admin = await startAdmin(host, port, this.metrics, {
@@ -291,6 +358,26 @@ export class Runtime {
       });
     }
     this.listening = true;
+  }
+
+  /** A standalone sidecar's mTLS listener: its own workload's internal names, to its app. */
+  private async bindMeshInbound(address: string): Promise<void> {
+    const { opts } = this;
+    const s = opts.sidecar;
+    const source = this.meshCredentials!;
+    if (!s) throw new Error('--mesh-inbound is a sidecar\'s listener');
+    const app = parseHostPort(s.app);
+    const identity: MeshInbound = {
+      workload: s.workload,
+      location: s.location,
+      replica: s.replica,
+      index: replicaIndex(s.replica),
+      uri: () => source.current().uri,
+      // The primary port is `--app`; other declared ports are the app's host on their own number (one pod).
+      app: (port) => (port === this.store.current.workloads.get(s.workload)?.primaryPort?.number ? app : { host: app.host, port }),
+    };
+    const listener = await startMeshInbound(address, identity, source, this);
+    this.meshInboundListeners.push(listener);
   }
 
   private handlersFor(mesh: boolean, listener: Listener): ListenerHandlers {
@@ -303,7 +390,20 @@ export class Runtime {
       // A sidecar's mesh listener carries its own workload's outbound calls; elsewhere the caller has
       // no workload identity and counts as a member of the org.
       const s = opts.sidecar;
-      const caller = s ? { workload: s.workload, gvc: s.workload.split('/')[0]! } : {};
+      const tls = this.meshTls ? { tls: this.meshTls } : {};
+      let caller: OutboundCaller = tls;
+      if (s) {
+        const app = parseHostPort(s.app);
+        const own = s.workload;
+        caller = {
+          workload: own, gvc: own.split('/')[0]!, ...tls,
+          // Containers of one replica share its network: a sibling is the app's host on the declared port.
+          sibling: (container, port) => {
+            const c = this.store.current.workloads.get(own)?.containers.find((x) => x.name === container);
+            return c?.ports.some((p) => p.number === port) ? { host: app.host, port } : undefined;
+          },
+        };
+      }
       return dataplane.meshHandlers({ port: listener.address.port }, caller);
     }
     return dataplane.ingressHandlers({ port: listener.address.port, tls: listener.tls });
@@ -325,6 +425,7 @@ export class Runtime {
     let n = 0;
     for (const l of this.listeners) n += l.openConnections();
     for (const l of this.meshListeners) n += l.openConnections();
+    for (const l of this.meshInboundListeners) n += l.openConnections();
     return n;
   }
 
@@ -345,14 +446,16 @@ export class Runtime {
   async stop(graceMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    await Promise.all([...this.listeners, ...this.meshListeners].map((l) => l.stopAccepting()));
+    await Promise.all([...this.listeners, ...this.meshListeners, ...this.meshInboundListeners].map((l) => l.stopAccepting()));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.dataplane.drained(),
       new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
     ]);
     clearTimeout(timer);
-    for (const l of [...this.listeners, ...this.meshListeners]) l.destroy();
+    for (const l of [...this.listeners, ...this.meshListeners, ...this.meshInboundListeners]) l.destroy();
+    this.meshTls?.close();
+    if (!this.opts.meshCredentials) this.meshCredentials?.close();
     for (const d of this.deployed.values()) d.stop();
     this.deployed.clear();
     this.prober?.stop();
@@ -361,4 +464,35 @@ export class Runtime {
     await this.dataplane.close();
     await this.admin?.close();
   }
+}
+
+/** N of a replica named `W-N` (a pod name's ordinal), else 0. */
+function replicaIndex(name: string): number {
+  const m = /-(\d+)$/.exec(name);
+  return m ? Number(m[1]) : 0;
+}
+
+/**
+ * An mTLS listener serving `identity` (DESIGN §9): its certificate follows the credential source's
+ * renewals (new connections get the new one), its handshakes are counted, refusals logged.
+ */
+export async function startMeshInbound(address: string, identity: MeshInbound, source: CredentialSource, runtime: Runtime): Promise<Listener> {
+  const { host, port } = parseHostPort(address);
+  let handlers: ListenerHandlers | undefined;
+  const pem = (c: MeshCredentials) => ({ cert: c.certPem, key: c.keyPem, ca: c.caPem });
+  const listener = await listen({
+    host, port,
+    mtls: pem(source.current()),
+    handlers: {
+      request: (req, res) => handlers!.request(req, res),
+      upgrade: (req, socket, head) => handlers!.upgrade?.(req, socket, head),
+      connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
+    },
+    ...(runtime.opts.limits ? { limits: runtime.opts.limits } : {}),
+    events: runtime.meshListenerEvents(),
+  });
+  handlers = runtime.dataplane.meshInboundHandlers(identity, { port: listener.address.port });
+  const unsubscribe = source.onChange((c) => listener.setCredentials(pem(c)));
+  const destroy = listener.destroy.bind(listener);
+  return Object.assign(listener, { destroy: () => { unsubscribe(); destroy(); } });
 }

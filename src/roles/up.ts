@@ -15,12 +15,21 @@ import type { Flags } from '../cli.js';
 import { graceMs, limitsFrom } from '../cli.js';
 import { waitForSignals } from './signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
+import { ConfigStore } from '../config/index.js';
+import { parseDuration } from '../config/values.js';
+import { systemClock } from '../deps.js';
+import { DEFAULT_ORG } from '../mesh/index.js';
+import { DEFAULT_CA_DIR, DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
   readonly backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
   /** Also write each workload's process output and access-log lines here, for `svcproxy logs`. */
   readonly logDir?: string;
+  /** Where the mesh's local CA is kept (default `.svcproxy/ca`). */
+  readonly caDir?: string;
+  /** Validity of the replicas' mesh certificates (default 24 h; renewed at two thirds). */
+  readonly meshCertTtlMs?: number;
 }
 
 export interface Up {
@@ -34,15 +43,42 @@ export async function startUp(options: UpOptions): Promise<Up> {
   // Process output (through deps.logger) and access-log lines (through logger) also go to the files.
   const files = options.logDir ? new WorkloadLogFiles(options.logDir) : undefined;
   const withFiles = (l: Logger): Logger => (files ? teeLogger(l, files) : l);
-  const runtime = await Runtime.start({
-    ...options,
-    logger: withFiles(options.logger),
-    ...(options.deps?.logger ? { deps: { ...options.deps, logger: withFiles(options.deps.logger) } } : {}),
-    role: 'up',
+  const logger = withFiles(options.logger);
+  const store = options.store ?? await ConfigStore.open({
+    ...(options.configPaths ? { paths: [...options.configPaths] } : {}),
+    ...(options.records ? { records: options.records } : {}),
+    settings: options.settings,
+    logger: logger.child({ component: 'config' }),
   });
+  const mesh = await UpMesh.open({
+    dir: options.caDir ?? DEFAULT_CA_DIR,
+    org: store.current.org?.name ?? DEFAULT_ORG,
+    ttlMs: options.meshCertTtlMs ?? DEFAULT_CERT_TTL_MS,
+    clock: options.deps?.clock ?? systemClock,
+    logger,
+  }).catch((err: unknown) => {
+    store.close();
+    throw err;
+  });
+  let runtime: Runtime;
+  try {
+    runtime = await Runtime.start({
+      ...options,
+      store,
+      meshCredentials: mesh.outside,
+      logger,
+      ...(options.deps?.logger ? { deps: { ...options.deps, logger: withFiles(options.deps.logger) } } : {}),
+      role: 'up',
+    });
+  } catch (err) {
+    mesh.close();
+    throw err;
+  }
+  mesh.bind(runtime);
   const supervisor = new Supervisor({
     registry: runtime.replicas,
     deps: runtime.deps,
+    mesh,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
   try {
@@ -50,6 +86,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   } catch (err) {
     await runtime.stop(0);
     await supervisor.stop(0);
+    mesh.close();
     await files?.close();
     throw err;
   }
@@ -69,6 +106,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
         // Stop accepting and drain first, then stop the processes the drained requests were using.
         await runtime.stop(grace);
         await supervisor.stop(grace);
+        mesh.close();
         process.off('exit', killOnExit);
         await files?.close();
       })()),
@@ -95,6 +133,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
     logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
+    ...(flags['mesh-cert-ttl'] ? { meshCertTtlMs: meshCertTtl(flags['mesh-cert-ttl']) } : {}),
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
   };
@@ -129,4 +168,11 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   await up.stop();
   logger.info('stopped');
   return 0;
+}
+
+/** `--mesh-cert-ttl`: a duration of at least 3 s (renewal runs at two thirds of it). */
+function meshCertTtl(text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < 3000) throw new Error(`--mesh-cert-ttl must be a duration of at least 3s, not ${JSON.stringify(text)}`);
+  return ms;
 }
