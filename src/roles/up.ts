@@ -11,8 +11,8 @@ import { listEndpoints, type Endpoint } from '../routing/index.js';
 import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from './address.js';
-import type { Flags } from '../cli.js';
-import { graceMs, limitsFrom } from '../cli.js';
+import type { Flags } from '../flags.js';
+import { graceMs, limitsFrom } from '../flags.js';
 import { waitForSignals } from './signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 

@@ -7,7 +7,7 @@
  */
 import { waitForSignals } from '../../roles/signals.js';
 import type { Logger } from 'pino';
-import type { Flags } from '../../cli.js';
+import type { Flags } from '../../flags.js';
 import { formatHostPort, parseHostPort } from '../../roles/address.js';
 import { RateLimitApp, RulesError } from './app.js';
 
