@@ -22,7 +22,7 @@ import type { MeshCaller } from '../firewall/internal.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
 import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
-import type { DataPlaneOptions, SidecarIdentity } from './dataplane.js';
+import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
 import { ERRORS, type ErrorCode } from './errors.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
 import { EMPTY_CHAIN } from './filters.js';
