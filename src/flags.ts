@@ -8,7 +8,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Snapshot } from './config/model.js';
 import { parseDuration } from './config/values.js';
-import type { RuntimeOptions } from './roles/runtime.js';
+import type { ListenerLimits } from './proxy/listener.js';
 
 export const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },
@@ -58,7 +58,7 @@ export type Flags = {
 export class UsageError extends Error {}
 
 /** The listener limits and the shedding threshold from their flags; absent flags keep the defaults. */
-export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
+export function limitsFrom(flags: Flags): (ListenerLimits & { readonly maxEventLoopDelayMs?: number }) | undefined {
   const duration = (name: 'headers-timeout' | 'idle-timeout' | 'max-event-loop-delay', min: number): number | undefined => {
     const text = flags[name];
     if (text === undefined) return undefined;
