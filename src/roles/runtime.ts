@@ -23,7 +23,7 @@ import type { RequestTelemetry } from '../proxy/telemetry.js';
 import { createTelemetry } from '../tracing/index.js';
 import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { LatencyProber } from '../routing/latency.js';
-import { parseHostPort } from './address.js';
+import { parseHostPort } from '../address.js';
 
 export interface RuntimeOptions {
   readonly role: 'up' | 'ingress' | 'sidecar';

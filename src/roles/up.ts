@@ -10,10 +10,10 @@ import type { Settings, Snapshot } from '../config/model.js';
 import { listEndpoints, type Endpoint } from '../routing/index.js';
 import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
-import { formatHostPort } from './address.js';
+import { formatHostPort } from '../address.js';
 import type { Flags } from '../flags.js';
 import { graceMs, limitsFrom } from '../flags.js';
-import { waitForSignals } from './signals.js';
+import { waitForSignals } from '../signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
