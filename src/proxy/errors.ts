@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
+import { grpcMessage } from '../grpc/message.js';
 
 export type DownstreamRequest = IncomingMessage | Http2ServerRequest;
 export type DownstreamResponse = ServerResponse | Http2ServerResponse;
@@ -60,19 +61,6 @@ export interface LocalReply {
   /** A body given verbatim (an authorization server's denial body); the JSON shape otherwise. */
   body?: string | Buffer;
   details?: Record<string, unknown>;
-}
-
-/**
- * gRPC's percent-encoding of `grpc-message`: bytes outside printable ASCII, and `%` itself, become
- * `%XX` of their UTF-8 bytes; everything else is sent as is (gRPC over HTTP/2 spec).
- */
-export function grpcMessage(message: string): string {
-  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
-  let out = '';
-  for (const byte of Buffer.from(message, 'utf8')) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
 }
 
 export function isGrpcRequest(req: DownstreamRequest): boolean {
