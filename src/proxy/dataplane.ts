@@ -22,10 +22,11 @@ import {
 } from '../routing/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import type { DownstreamRequest, DownstreamResponse, LocalReply } from './errors.js';
+import type { DownstreamRequest, DownstreamResponse } from './errors.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
-import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
-import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
+import { runChain, EMPTY_CHAIN } from './filters.js';
+import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
+import { hasBody, SharedResources, type LocalReply } from '../filter/index.js';
 import type { Readable } from 'node:stream';
 import type { FailureKind, RetryPolicy } from '../retry/policy.js';
 import { backoffMs, retryAfterMs } from '../retry/backoff.js';
