@@ -4,8 +4,9 @@
  * alike) and each specifier resolved by `ts.resolveModuleName` under the project's tsconfig, so a
  * path the compiler would follow is a path the test follows. Three rules: no import cycle in src/ (a
  * cycle is reported by its files, in order); nothing imports src/cli.ts, the entry point; and the
- * filters (extauth/, ratelimit/, firewall/, mesh/) and the protocol folders (grpc/, http1/) import
- * nothing from proxy/ or roles/: they sit below the proxy and meet it through src/filter/ only.
+ * filter contract (filter/), the filters (extauth/, ratelimit/, firewall/, mesh/) and the protocol
+ * folders (grpc/, http1/) import nothing from proxy/ or roles/: they sit below the proxy, and the
+ * filters meet it through src/filter/ only.
  * Type-only imports count: a cycle of types is still two modules that cannot be read apart.
  */
 import t from 'tap';
@@ -17,8 +18,8 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SRC = path.join(ROOT, 'src');
 const ENTRY = path.join(SRC, 'cli.ts');
-/** Folders below the proxy: none of them may reach into these. */
-const LOWER = ['extauth', 'ratelimit', 'firewall', 'grpc', 'http1', 'mesh'];
+/** Folders below the proxy (the filter contract, the filters, the protocols): none may reach into these. */
+const LOWER = ['filter', 'extauth', 'ratelimit', 'firewall', 'grpc', 'http1', 'mesh'];
 const UPPER = ['proxy', 'roles'];
 
 function sources(dir: string): string[] {
@@ -162,7 +163,7 @@ t.test('nothing imports src/cli.ts', async (t) => {
   t.same(importers, [], 'src/cli.ts is the entry point, imported by no module');
 });
 
-t.test('filters and protocol folders import nothing from proxy/ or roles/', async (t) => {
+t.test('the filter contract, filters and protocol folders import nothing from proxy/ or roles/', async (t) => {
   for (const folder of LOWER) {
     if (!existsSync(path.join(SRC, folder))) {
       t.comment(`src/${folder}/ does not exist yet`);
