@@ -6,7 +6,7 @@
  */
 import './v8-flags.js';
 import './allocator.js';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { defaultSettings, loadSnapshot, ConfigError } from './config/index.js';
 import type { Settings, Snapshot } from './config/model.js';
@@ -14,64 +14,15 @@ import { createLogger } from './log.js';
 import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
-import { formatHostPort } from './roles/address.js';
-import { waitForSignals } from './roles/signals.js';
+import { formatHostPort } from './address.js';
+import { waitForSignals } from './signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
 import { runLogs } from './logs/index.js';
-import { parseDuration } from './config/values.js';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { parseWorkers, runClustered } from './cluster/index.js';
 import { yamlLib } from './yaml-lib.js';
-
-const OPTIONS = {
-  config: { type: 'string', short: 'c', multiple: true },
-  listen: { type: 'string', multiple: true },
-  'listen-tls': { type: 'string', multiple: true },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  'tls-client-ca': { type: 'string' },
-  'extauth-ca': { type: 'string' },
-  mesh: { type: 'string', multiple: true },
-  'mesh-inbound': { type: 'string', multiple: true },
-  'mesh-cert': { type: 'string' },
-  'mesh-key': { type: 'string' },
-  'mesh-ca': { type: 'string' },
-  'mesh-cert-ttl': { type: 'string' },
-  admin: { type: 'string' },
-  location: { type: 'string' },
-  app: { type: 'string' },
-  org: { type: 'string' },
-  gvc: { type: 'string' },
-  workload: { type: 'string' },
-  replica: { type: 'string' },
-  redis: { type: 'string' },
-  'app-domain': { type: 'string' },
-  'direct-domain': { type: 'string' },
-  'internal-domain': { type: 'string' },
-  vendor: { type: 'string' },
-  output: { type: 'string', short: 'o' },
-  'log-level': { type: 'string' },
-  'log-dir': { type: 'string' },
-  since: { type: 'string' },
-  until: { type: 'string' },
-  container: { type: 'string' },
-  'tracing-collector': { type: 'string' },
-  'headers-timeout': { type: 'string' },
-  'idle-timeout': { type: 'string' },
-  'max-connections': { type: 'string' },
-  'max-requests-per-connection': { type: 'string' },
-  'max-concurrent-streams': { type: 'string' },
-  'max-event-loop-delay': { type: 'string' },
-  workers: { type: 'string' },
-  verbose: { type: 'boolean', short: 'v' },
-  debug: { type: 'boolean', short: 'd' },
-  help: { type: 'boolean', short: 'h' },
-} as const satisfies ParseArgsConfig['options'];
-
-type Flags = {
-  [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K] extends { type: 'boolean' } ? boolean : string;
-};
+import { OPTIONS, UsageError, graceMs, limitsFrom, type Flags } from './flags.js';
 
 const USAGE = `svcproxy — the platform's data plane
 
@@ -154,34 +105,6 @@ export function settingsFrom(flags: Flags): Settings {
   };
 }
 
-/** The listener limits and the shedding threshold from their flags; absent flags keep the defaults. */
-export function limitsFrom(flags: Flags): RuntimeOptions['limits'] {
-  const duration = (name: 'headers-timeout' | 'idle-timeout' | 'max-event-loop-delay', min: number): number | undefined => {
-    const text = flags[name];
-    if (text === undefined) return undefined;
-    const ms = parseDuration(text);
-    if (ms === undefined || !(ms >= min)) throw new UsageError(`--${name} must be a duration of at least ${min} ms (200ms, 1.5s, 2m), not ${JSON.stringify(text)}`);
-    return ms;
-  };
-  const count = (name: 'max-connections' | 'max-requests-per-connection' | 'max-concurrent-streams', min: number): number | undefined => {
-    const text = flags[name];
-    if (text === undefined) return undefined;
-    const n = Number(text);
-    if (!/^\d+$/.test(text.trim()) || n < min) throw new UsageError(`--${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
-    return n;
-  };
-  const limits = {
-    headersTimeoutMs: duration('headers-timeout', 1),
-    idleTimeoutMs: duration('idle-timeout', 1),
-    maxEventLoopDelayMs: duration('max-event-loop-delay', 0),
-    maxConnections: count('max-connections', 0),
-    maxRequestsPerConnection: count('max-requests-per-connection', 0),
-    maxConcurrentStreams: count('max-concurrent-streams', 1),
-  };
-  const given = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
-  return Object.keys(given).length > 0 ? given : undefined;
-}
-
 /** `--workers`: 1 (one process, no cluster) unless asked; `auto` is one per core. */
 export function workersFrom(flags: Flags): number {
   const n = parseWorkers(flags.workers, availableParallelism);
@@ -198,8 +121,6 @@ function loggerFrom(flags: Flags, sync = false): Logger {
   const level = flags['log-level'] ?? (flags.debug ? 'trace' : flags.verbose ? 'debug' : 'info');
   return createLogger({ level, sync });
 }
-
-class UsageError extends Error {}
 
 export async function main(argv: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseFlags>;
@@ -297,12 +218,6 @@ function meshFlags(role: 'ingress' | 'sidecar', flags: Flags): Pick<RuntimeOptio
   };
 }
 
-export function graceMs(snapshot: Snapshot): number {
-  let seconds = 0;
-  for (const w of snapshot.workloads.values()) seconds = Math.max(seconds, w.terminationGracePeriodSeconds);
-  return (seconds || 90) * 1000;
-}
-
 async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<number> {
   const logger = loggerFrom(flags);
   const settings = settingsFrom(flags);
@@ -355,4 +270,3 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   return 0;
 }
 
-export type { Flags };

@@ -14,7 +14,7 @@
 import { getSystemErrorMap } from 'node:util';
 import { ConfigStore } from '../config/index.js';
 import { Runtime, type RuntimeOptions } from '../roles/runtime.js';
-import { formatHostPort } from '../roles/address.js';
+import { formatHostPort } from '../address.js';
 import type { Snapshot } from '../config/model.js';
 import { isMessage, type BoundListener, type Question, type ReplicaView, type ToPrimary, type ToWorker } from './messages.js';
 

@@ -12,8 +12,7 @@
  */
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
-import type { Exchange } from '../proxy/exchange.js';
-import { strippedAtEdge } from '../proxy/headers.js';
+import { strippedAtEdge, type ExchangeView } from '../filter/index.js';
 import { wellFormed, wireString, utf8Body } from './utf8.js';
 
 /** What a check sends of the body. */
@@ -86,7 +85,7 @@ export interface CheckView {
  * prefixes the edge strips), plus Envoy's pseudo-headers. Built from the raw header list so
  * repeated headers are all kept (Node's parsed `headers` drops some duplicates).
  */
-export function checkView(ex: Exchange, stripPrefixes: readonly string[]): CheckView {
+export function checkView(ex: ExchangeView, stripPrefixes: readonly string[]): CheckView {
   const sidecar = ex.listenerKind === 'sidecar';
   const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   const raw = ex.req.rawHeaders;
@@ -119,7 +118,7 @@ export function checkView(ex: Exchange, stripPrefixes: readonly string[]): Check
 }
 
 /** The `CheckRequest` as a plain object (keepCase field names), for encode.ts. */
-export function buildCheckRequest(ex: Exchange, view: CheckView, opts: AttributeOptions, body: CheckBody | undefined): CheckRequestObject {
+export function buildCheckRequest(ex: ExchangeView, view: CheckView, opts: AttributeOptions, body: CheckBody | undefined): CheckRequestObject {
   const headers = body ? { ...view.headers, [PARTIAL_BODY_HEADER]: body.partial ? 'true' : 'false' } : view.headers;
   const socket = ex.req.socket as (TLSSocket & { encrypted?: boolean }) | null | undefined;
   const source: PeerObject = { principal: '', certificate: '' };

@@ -18,7 +18,7 @@
  * the replay gives what arrived and then fails; cut later, the rest fails it the same way.
  */
 import { Readable } from 'node:stream';
-import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../filter/index.js';
 import type { Clock, Timer } from '../deps.js';
 
 export interface IdleLimit {

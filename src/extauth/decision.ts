@@ -8,7 +8,7 @@
  * with the auth server's own status, headers and body. Pure functions, no I/O.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { HeaderAction, HeaderOp } from '../proxy/headers.js';
+import type { HeaderAction, HeaderOp } from '../filter/index.js';
 import type { CheckResponseObject, HeaderValueOptionObject } from './proto.js';
 
 export interface OkMutations {

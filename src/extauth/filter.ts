@@ -14,10 +14,7 @@ import { createHash } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
-import type { Filter, FilterContext, FilterFactory, FilterResult } from '../proxy/filters.js';
-import type { Exchange } from '../proxy/exchange.js';
-import { hasBody } from '../proxy/forward.js';
-import { vendorHeaders } from '../proxy/routes.js';
+import { hasBody, vendorHeaders, type ExchangeView, type Filter, type FilterContext, type FilterFactory, type FilterResult } from '../filter/index.js';
 import { buildCheckRequest, checkView, type CheckBody } from './attributes.js';
 import { readBodyPrefix } from './body.js';
 import { fromCheckResponse, fromHttpResponse, type Decision, type OkMutations } from './decision.js';
@@ -97,14 +94,14 @@ export class ExtAuthFilter implements Filter {
     private readonly env: FilterEnv,
   ) {}
 
-  run(ex: Exchange): FilterResult | Promise<FilterResult> {
+  run(ex: ExchangeView): FilterResult | Promise<FilterResult> {
     const { listenPort } = this.config;
     if (listenPort !== undefined && ex.targetPort !== undefined && ex.targetPort !== listenPort) return undefined;
     if (this.excluded && this.excluded(matchInput(ex))) return undefined;
     return this.check(ex);
   }
 
-  private async check(ex: Exchange): Promise<FilterResult> {
+  private async check(ex: ExchangeView): Promise<FilterResult> {
     const { config, env } = this;
     let body: CheckBody | undefined;
     if (!config.removeRequestBody && hasBody(ex)) {
@@ -146,7 +143,7 @@ export class ExtAuthFilter implements Filter {
     return this.apply(ex, decision);
   }
 
-  private apply(ex: Exchange, decision: Decision): FilterResult {
+  private apply(ex: ExchangeView, decision: Decision): FilterResult {
     const { metrics } = this.env;
     switch (decision.kind) {
       case 'ok':
@@ -166,7 +163,7 @@ export class ExtAuthFilter implements Filter {
     }
   }
 
-  private logError(ex: Exchange, reason: string): void {
+  private logError(ex: ExchangeView, reason: string): void {
     const now = this.env.clock.now();
     const level = now - this.lastWarnAt >= WARN_EVERY_MS ? 'warn' : 'debug';
     if (level === 'warn') this.lastWarnAt = now;
@@ -178,7 +175,7 @@ export class ExtAuthFilter implements Filter {
   }
 }
 
-function matchInput(ex: Exchange): Parameters<Predicate>[0] {
+function matchInput(ex: ExchangeView): Parameters<Predicate>[0] {
   return {
     path: ex.path,
     query: ex.query,
@@ -189,7 +186,7 @@ function matchInput(ex: Exchange): Parameters<Predicate>[0] {
 }
 
 /** Hand the allowed request's mutations to the data plane (applied when it forwards). */
-export function applyOk(ex: Exchange, m: OkMutations): void {
+export function applyOk(ex: ExchangeView, m: OkMutations): void {
   if (m.upstreamSet.length > 0) (ex.upstreamSet ??= []).push(...m.upstreamSet);
   if (m.upstreamRemove.length > 0) (ex.upstreamRemove ??= []).push(...m.upstreamRemove);
   if (m.querySet.length > 0) (ex.upstreamQuerySet ??= []).push(...m.querySet);

@@ -11,8 +11,7 @@
  * workload model; a setting that cannot compile blocks (fails closed).
  */
 import type { WorkloadModel } from '../config/model.js';
-import type { Filter, FilterContext, FilterFactory } from '../proxy/filters.js';
-import type { Exchange } from '../proxy/exchange.js';
+import type { ExchangeView, Filter, FilterContext, FilterFactory } from '../filter/index.js';
 import type { Counter, Registry } from 'prom-client';
 import { sharedCounter } from '../admin/registered.js';
 import { compileCidrs, parseAddress, type CidrSet } from './cidr.js';
@@ -144,7 +143,7 @@ export function externalFirewallFactory(): FilterFactory {
     const children = new Map<BlockReason, Counter.Internal>();
     return {
       name: 'external_firewall',
-      run(ex: Exchange) {
+      run(ex: ExchangeView) {
         // Callers inside the mesh are the internal firewall's to judge.
         if (ex.listenerKind === 'mesh') return undefined;
         const reason = check(ex.clientAddress, ex.req.rawHeaders);

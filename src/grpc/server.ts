@@ -27,7 +27,7 @@
  */
 import net, { type AddressInfo, type Socket } from 'node:net';
 import tls from 'node:tls';
-import { grpcMessage } from '../proxy/errors.js';
+import { grpcMessage } from './message.js';
 import {
   DATA,
   END_HEADERS,

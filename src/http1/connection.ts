@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { ResponseParser, type HeaderMap, type ResponseSink } from './response-parser.js';
 import { requestHead, type BodyFraming } from './request-head.js';
 import { READ_BUFFER, inReadBuffer } from '../read-buffer.js';
-import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../filter/index.js';
 
 /** What the caller can do to a request in flight. */
 export interface UpstreamController {

@@ -7,7 +7,7 @@
  * JSON lines. Exit 0 (even when nothing matches), 1 when there are no logs for the workload, 2 for
  * a usage error.
  */
-import type { Flags } from '../cli.js';
+import type { Flags } from '../flags.js';
 import { parseDuration } from '../config/values.js';
 import { DEFAULT_LOG_DIR } from './files.js';
 import { containerOf, gvcsWithLogs, readLogs, type LogLine } from './read.js';

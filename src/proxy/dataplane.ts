@@ -10,10 +10,7 @@ import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerRespon
 import type { Duplex } from 'node:stream';
 import { CONNECTION_ESTABLISHED } from './tunnel.js';
 import { isIPv4 } from 'node:net';
-import type { Logger } from 'pino';
 import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
-import type { Deps } from '../deps.js';
-import type { Metrics } from '../admin/metrics.js';
 import {
   chooseLocation,
   geoCandidates,
@@ -25,54 +22,35 @@ import {
   type HostTarget,
   type HostPort,
   type Replica,
-  type ReplicaRegistry,
 } from '../routing/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import type { DownstreamRequest, DownstreamResponse, ErrorCode, LocalReply } from './errors.js';
+import type { DownstreamRequest, DownstreamResponse } from './errors.js';
+import type { ErrorCode } from '../filter/index.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
-import { runChain, EMPTY_CHAIN, SharedResources } from './filters.js';
-import { forwardHttp1, forwardHttp2, hasBody, type ForwardHooks } from './forward.js';
+import { runChain, EMPTY_CHAIN } from './filters.js';
+import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
+import { hasBody, SharedResources, type LocalReply } from '../filter/index.js';
 import type { Readable } from 'node:stream';
 import type { FailureKind, RetryPolicy } from '../retry/policy.js';
 import { backoffMs, retryAfterMs } from '../retry/backoff.js';
 import { RetryBudgets, type RetryBudget } from '../retry/budget.js';
 import { ReplayableBody } from '../retry/replay.js';
 import { OutlierDetector } from '../routing/outlier.js';
-import type { RequestTelemetry, Role } from './telemetry.js';
+import type { Role } from './telemetry.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import type { ListenerHandlers } from './listener.js';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
-import type { OverloadGuard } from './overload.js';
 import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import { callerOf, verifiedPeerOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
 import { DEFAULT_ORG, parseSpiffeUri, workloadUri, xfccValue } from '../mesh/index.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
-
-export interface DataPlaneOptions {
-  readonly replicas: ReplicaRegistry;
-  readonly deps: Deps;
-  readonly metrics: Metrics;
-  /** Access log: one line per request, at info. */
-  readonly accessLog: Logger;
-  readonly factories?: FilterFactories;
-  /** Tracing and access-log services; none: no hook is called. */
-  readonly telemetry?: RequestTelemetry;
-  /** Measured latency to a location (ms), for geo routing; `location.status.latencyMs` wins. */
-  readonly latencyOf?: (location: string) => number | undefined;
-  /** Load shedding: new requests get 503 `overloaded` while it says so. */
-  readonly overload?: OverloadGuard;
-  /**
-   * A standalone sidecar's workload key: only its own sidecar filters are built (it forwards to its
-   * own app; other workloads' sidecar filters run in their own sidecars or at an ingress).
-   */
-  readonly sidecarOf?: string;
-}
+import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
 
 /** What every attempt of one request sends. */
 interface AttemptPlan {
@@ -109,15 +87,6 @@ interface Route {
   includeNotReady: boolean;
   /** An internal name: the mesh carries it (mTLS to the replica's sidecar, when it has one). */
   internal?: boolean;
-}
-
-/** The identity of a standalone sidecar. */
-export interface SidecarIdentity {
-  readonly workload: string;
-  readonly location: string;
-  readonly replica: string;
-  /** The app container, `host:port`. */
-  readonly app: HostPort;
 }
 
 const NO_FILTERS: FilterFactories = { ingress: [], sidecar: [] };

@@ -18,7 +18,7 @@ import type { HostPort } from '../routing/replicas.js';
 import type { Exchange } from './exchange.js';
 import { upstreamHeaders } from './headers.js';
 import { CONNECTION_ESTABLISHED, rejectUpgrade } from './tunnel.js';
-import { ERRORS } from './errors.js';
+import { ERRORS } from '../filter/index.js';
 
 export interface EgressOptions {
   readonly metrics: Metrics;

@@ -1,42 +1,16 @@
 /**
- * The answers the proxy makes itself (DESIGN §6), in one table: a stable code maps to an HTTP status,
- * a message and a gRPC status. `sendLocalReply` writes one: a JSON body in the platform's error shape
+ * The answers the proxy makes itself (DESIGN §6) on the wire; their table (a stable code maps to an
+ * HTTP status, a message and a gRPC status) is filter/reply.ts's. `sendLocalReply` writes one: a JSON body in the platform's error shape
  * `{status, message, code, details, id}` for HTTP clients, a trailers-only answer with `grpc-status`
  * for gRPC clients. It never throws: a reply to a client that has gone away is dropped.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
+import { grpcMessage } from '../grpc/message.js';
+import { ERRORS, type LocalReply } from '../filter/index.js';
 
 export type DownstreamRequest = IncomingMessage | Http2ServerRequest;
 export type DownstreamResponse = ServerResponse | Http2ServerResponse;
-
-export const ERRORS = {
-  NO_ROUTE: { status: 404, message: 'no route', grpc: 12 /* UNIMPLEMENTED */ },
-  SUSPENDED: { status: 503, message: 'workload suspended', grpc: 14 },
-  NO_HEALTHY_UPSTREAM: { status: 503, message: 'no healthy upstream', grpc: 14 },
-  UPSTREAM_RESET: {
-    status: 503,
-    message: 'upstream connect error or disconnect/reset before headers',
-    grpc: 14,
-  },
-  // Envoy's answer when the upstream's bytes break the protocol (`UPE`, reset reason protocol_error).
-  UPSTREAM_PROTOCOL_ERROR: { status: 502, message: 'upstream protocol error', grpc: 14 },
-  UPSTREAM_TIMEOUT: { status: 504, message: 'upstream request timeout', grpc: 4 /* DEADLINE_EXCEEDED */ },
-  AUTH_DENIED: { status: 403, message: 'denied by external authorization', grpc: 7 },
-  AUTH_FAILED: { status: 403, message: 'external authorization failed', grpc: 7 },
-  RATE_LIMITED: { status: 429, message: 'rate limited', grpc: 14 },
-  RATE_LIMIT_UNAVAILABLE: { status: 503, message: 'rate limit service unavailable', grpc: 14 },
-  FIREWALL_BLOCKED: { status: 403, message: 'blocked by firewall', grpc: 7 },
-  BAD_REQUEST: { status: 400, message: 'bad request', grpc: 13 /* INTERNAL */ },
-  PAYLOAD_TOO_LARGE: { status: 413, message: 'payload too large', grpc: 8 },
-  URI_TOO_LONG: { status: 414, message: 'uri too long', grpc: 13 },
-  HEADERS_TOO_LARGE: { status: 431, message: 'request header fields too large', grpc: 13 },
-  OVERLOADED: { status: 503, message: 'overloaded', grpc: 14 },
-  NOT_IMPLEMENTED: { status: 501, message: 'not implemented', grpc: 12 /* UNIMPLEMENTED */ },
-  HTTP_VERSION_NOT_SUPPORTED: { status: 505, message: 'http version not supported', grpc: 13 },
-} as const satisfies Record<string, { status: number; message: string; grpc: number }>;
-
-export type ErrorCode = keyof typeof ERRORS;
 
 /** gRPC status for an HTTP status, as Envoy maps them for a non-gRPC upstream answer. */
 export function grpcStatusForHttp(status: number): number {
@@ -48,31 +22,6 @@ export function grpcStatusForHttp(status: number): number {
     case 429: case 502: case 503: case 504: return 14;
     default: return 2;
   }
-}
-
-export interface LocalReply {
-  code: ErrorCode;
-  /** Overrides the table's message (400s say what was wrong). */
-  message?: string;
-  /** Overrides the table's status (an authorization server's denial status). */
-  status?: number;
-  headers?: OutgoingHttpHeaders;
-  /** A body given verbatim (an authorization server's denial body); the JSON shape otherwise. */
-  body?: string | Buffer;
-  details?: Record<string, unknown>;
-}
-
-/**
- * gRPC's percent-encoding of `grpc-message`: bytes outside printable ASCII, and `%` itself, become
- * `%XX` of their UTF-8 bytes; everything else is sent as is (gRPC over HTTP/2 spec).
- */
-export function grpcMessage(message: string): string {
-  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
-  let out = '';
-  for (const byte of Buffer.from(message, 'utf8')) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
 }
 
 export function isGrpcRequest(req: DownstreamRequest): boolean {

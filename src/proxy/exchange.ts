@@ -9,8 +9,9 @@ import type { Readable } from 'node:stream';
 import type { WorkloadModel } from '../config/model.js';
 import type { Replica } from '../routing/replicas.js';
 import type { Clock, Timer } from '../deps.js';
-import { type DownstreamRequest, type DownstreamResponse, type LocalReply, sendLocalReply, destroyResponse } from './errors.js';
-import { applyHeaderOps, type HeaderOp } from './headers.js';
+import { type DownstreamRequest, type DownstreamResponse, sendLocalReply, destroyResponse } from './errors.js';
+import { applyHeaderOps } from './headers.js';
+import type { ExchangeView, HeaderOp, LocalReply } from '../filter/index.js';
 import type { Tunnel } from './tunnel.js';
 import type { OutboundCaller } from './mesh-peer.js';
 
@@ -37,7 +38,7 @@ export interface ExchangeObserver {
   onFinish(exchange: Exchange): void;
 }
 
-export class Exchange {
+export class Exchange implements ExchangeView {
   workload: WorkloadModel | undefined = undefined;
   location: string | undefined = undefined;
   replica: Replica | undefined = undefined;

@@ -15,7 +15,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Exchange } from './exchange.js';
 import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
 import type { FailureKind } from '../retry/policy.js';
-import { bodyCut } from './body-cut.js';
+import { bodyCut, hasBody } from '../filter/index.js';
 
 const { HTTP2_HEADER_STATUS } = http2.constants;
 
@@ -43,19 +43,6 @@ export function failureKind(err: Error & { code?: string }, rstCode?: number): F
   if (rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return 'refused-stream';
   if (err.code && CONNECT_ERRORS.has(err.code)) return 'connect-failure';
   return 'reset';
-}
-
-/** Does the downstream request carry a body? */
-export function hasBody(exchange: Exchange): boolean {
-  const req = exchange.req;
-  const headers = req.headers;
-  if (headers['transfer-encoding'] !== undefined) return true;
-  const cl = headers['content-length'];
-  if (cl !== undefined) return cl !== '0';
-  // HTTP/2: a body follows unless the HEADERS frame ended the stream.
-  const stream = (req as { stream?: http2.ServerHttp2Stream }).stream;
-  if (stream) return !stream.endAfterHeaders && !stream.readableEnded;
-  return false;
 }
 
 function mergeHeaders(base: OutgoingHttpHeaders, ...extra: (OutgoingHttpHeaders | undefined)[]): OutgoingHttpHeaders {

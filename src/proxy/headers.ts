@@ -5,6 +5,7 @@
  * route. One pass over the incoming headers, one object out; no failure modes.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { strippedAtEdge, type HeaderOp } from '../filter/index.js';
 
 /** Hop-by-hop in both directions (RFC 9110 §7.6.1, plus HTTP/2's connection-specific ones). */
 const RESPONSE_HOP_BY_HOP = new Set([
@@ -51,31 +52,6 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
     if (name && name !== 'close' && name !== 'keep-alive' && name !== 'upgrade') (out ??= new Set()).add(name);
   }
   return out;
-}
-
-function hasStrippedPrefix(name: string, prefixes: readonly string[]): boolean {
-  for (const p of prefixes) if (name.startsWith(p)) return true;
-  return false;
-}
-
-/** Headers the proxy sets for the app (or appends to), spelled with dashes. */
-const SET_BY_PROXY = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'x-forwarded-client-cert']);
-
-/**
- * A client-sent header (lower-case name) the edge removes: `x-envoy-*` and the vendor's `x-svc-*`;
- * `x-forwarded-client-cert`, which only the mesh may set; and any name with an underscore that,
- * spelled with dashes, would be one of those or a header the proxy sets (`x_forwarded_for`,
- * `x-svc_debug`...). Names with underscores are otherwise forwarded, as Envoy does by default, but
- * CGI-style servers (PHP, Rack, Django's META, nginx's fastcgi) read `x_forwarded_for` and
- * `x-forwarded-for` as the same variable, so one must not stand in for the other. Every such name
- * starts with `x`: other names cost one comparison.
- */
-export function strippedAtEdge(name: string, prefixes: readonly string[]): boolean {
-  if (name.charCodeAt(0) !== 120 /* 'x' */) return false;
-  if (hasStrippedPrefix(name, prefixes) || name === 'x-forwarded-client-cert') return true;
-  if (!name.includes('_')) return false;
-  const dashed = name.replace(/_/g, '-');
-  return SET_BY_PROXY.has(dashed) || hasStrippedPrefix(dashed, prefixes);
 }
 
 /**
@@ -141,16 +117,6 @@ export function clientAddress(peer: string, xff: string | string[] | undefined, 
   const candidate = list[index]?.trim();
   return candidate || peer;
 }
-
-/**
- * How a header mutation meets a header of the same name (Envoy's `HeaderValueOption`): `set`
- * replaces it (or adds the header), `append` adds another value, `add-if-absent` only adds,
- * `overwrite-if-exists` only replaces.
- */
-export type HeaderAction = 'set' | 'append' | 'add-if-absent' | 'overwrite-if-exists';
-
-/** One header mutation: lower-case name, value, action. */
-export type HeaderOp = readonly [name: string, value: string, action: HeaderAction];
 
 /** Apply `ops` in order to `headers` (lower-case names), in place; returns `headers`. */
 export function applyHeaderOps(headers: OutgoingHttpHeaders, ops: readonly HeaderOp[]): OutgoingHttpHeaders {

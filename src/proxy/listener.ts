@@ -23,7 +23,8 @@ import net from 'node:net';
 import type tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
-import { ERRORS, errorBody, type ErrorCode } from './errors.js';
+import { errorBody } from './errors.js';
+import { ERRORS, type ErrorCode } from '../filter/index.js';
 import { overHttp2 } from './sanitize.js';
 import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 

@@ -6,17 +6,10 @@
 import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
 import { buildHostIndex, type HostIndex } from '../routing/index.js';
-import { buildChain, type Chain, type FilterFactory, type SharedResources } from './filters.js';
+import { buildChain, type Chain } from './filters.js';
+import { vendorHeaders, type FilterFactory, type SharedResources, type VendorHeaders } from '../filter/index.js';
 import type { Metrics } from '../admin/metrics.js';
 import { compileRetryPolicy, type RetryPolicy } from '../retry/policy.js';
-
-export interface VendorHeaders {
-  debug: string;
-  location: string;
-  replica: string;
-  /** Prefixes of request headers clients may not set. */
-  strip: readonly string[];
-}
 
 export interface RouteTable {
   readonly snapshot: Snapshot;
@@ -31,15 +24,6 @@ export interface RouteTable {
 export interface FilterFactories {
   readonly ingress: readonly FilterFactory[];
   readonly sidecar: readonly FilterFactory[];
-}
-
-export function vendorHeaders(vendor: string): VendorHeaders {
-  return {
-    debug: `x-${vendor}-debug`,
-    location: `x-${vendor}-location`,
-    replica: `x-${vendor}-replica`,
-    strip: vendor === 'envoy' ? ['x-envoy-'] : ['x-envoy-', `x-${vendor}-`],
-  };
 }
 
 export interface RouteTableDeps {

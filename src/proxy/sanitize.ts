@@ -21,7 +21,8 @@
  *
  * Pure: `(request) => problem | undefined`; the caller answers and closes the connection.
  */
-import { ERRORS, type DownstreamRequest } from './errors.js';
+import type { DownstreamRequest } from './errors.js';
+import { ERRORS } from '../filter/index.js';
 
 export interface RequestProblem {
   readonly status: 400 | 501 | 505;

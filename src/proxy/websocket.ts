@@ -10,7 +10,7 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import type { HostPort } from '../routing/replicas.js';
-import { ERRORS } from './errors.js';
+import { ERRORS } from '../filter/index.js';
 
 export interface WebSocketHooks {
   /**

@@ -10,7 +10,7 @@
  *   `response_headers_to_add` go on the response, `request_headers_to_add` replace the same headers
  *   upstream (a client cannot pre-set a header the service vouches for).
  * - Service failing or late → 503 `rate limit service unavailable` (fail-closed, as the platform),
- *   or continue when `svc/rateLimitFailureAllow: true`. gRPC clients get grpc-status 14 (errors.ts).
+ *   or continue when `svc/rateLimitFailureAllow: true`. gRPC clients get grpc-status 14 (filter/reply.ts).
  */
 import { childSpan } from '../tracing/index.js';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -18,8 +18,7 @@ import type { Logger } from 'pino';
 import type { GvcModel, WorkloadModel } from '../config/model.js';
 import { parseBool, parsePort } from '../config/values.js';
 import type { Clock } from '../deps.js';
-import type { Exchange } from '../proxy/exchange.js';
-import type { Filter, FilterContext, FilterFactory, FilterResult } from '../proxy/filters.js';
+import type { ExchangeView, Filter, FilterContext, FilterFactory, FilterResult } from '../filter/index.js';
 import { grpcRateLimitClient, targetKey, type RateLimitClient, type RateLimitTarget } from './client.js';
 import { buildEntries, DEFAULT_DESCRIPTORS, parseDescriptors, type DescriptorSource } from './descriptors.js';
 import { compileExclusions, rawHeaderLookup, type Predicate } from '../extauth/exclusions.js';
@@ -88,7 +87,7 @@ export class RateLimitFilter implements Filter {
     private readonly deps: RateLimitFilterDeps,
   ) {}
 
-  run(ex: Exchange): FilterResult | Promise<FilterResult> {
+  run(ex: ExchangeView): FilterResult | Promise<FilterResult> {
     const excluded = this.config.excluded;
     if (excluded && excluded({
       path: ex.path,
@@ -108,7 +107,7 @@ export class RateLimitFilter implements Filter {
     return this.check(ex, entries);
   }
 
-  private async check(ex: Exchange, entries: { key: string; value: string }[]): Promise<FilterResult> {
+  private async check(ex: ExchangeView, entries: { key: string; value: string }[]): Promise<FilterResult> {
     const { clock, metrics } = this.deps;
     const started = clock.now();
     const span = childSpan(ex, 'ratelimit', { 'rpc.system': 'grpc', 'svc.ratelimit.domain': this.config.domain });
@@ -138,7 +137,7 @@ export class RateLimitFilter implements Filter {
   }
 
   /** What earlier filters added, then the x-ratelimit-* headers, then the service's own. */
-  private responseHeaders(ex: Exchange, response: RateLimitResponse): OutgoingHttpHeaders | undefined {
+  private responseHeaders(ex: ExchangeView, response: RateLimitResponse): OutgoingHttpHeaders | undefined {
     const rl = xRateLimitHeaders(response.statuses);
     const extra = headerPairs(response.response_headers_to_add);
     if (!rl && extra.length === 0) return ex.responseHeaders;
@@ -152,7 +151,7 @@ export class RateLimitFilter implements Filter {
     return out;
   }
 
-  private warn(err: Error, ex: Exchange): void {
+  private warn(err: Error, ex: ExchangeView): void {
     const now = this.deps.clock.now();
     if (now - this.lastWarnAt < WARN_EVERY_MS) return;
     this.lastWarnAt = now;

@@ -5,7 +5,7 @@
  * and its Redis client load only when the command runs, so proxy roles never pay for them.
  */
 import type { Logger } from 'pino';
-import type { Flags } from '../cli.js';
+import type { Flags } from '../flags.js';
 
 export { rateLimitFactory, rateLimitConfig, type RateLimitConfig, type RateLimitFactoryOptions } from './filter.js';
 

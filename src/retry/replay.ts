@@ -8,7 +8,7 @@
  * node:http2's compat request ends ('end') after a reset too, hence the check there (body-cut.ts).
  */
 import { Readable } from 'node:stream';
-import { BODY_CUT, bodyCut } from '../proxy/body-cut.js';
+import { BODY_CUT, bodyCut } from '../filter/index.js';
 
 export const REPLAY_LIMIT = 64 * 1024;
 

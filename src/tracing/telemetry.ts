@@ -508,7 +508,7 @@ export class Telemetry implements RequestTelemetry {
 }
 
 /** The telemetry object following an exchange, if any (for `childSpan`). */
-export function telemetryOf(ex: Exchange): Telemetry | undefined {
+export function telemetryOf(ex: { readonly telemetry: unknown }): Telemetry | undefined {
   const t = ex.telemetry;
   if (t instanceof Telemetry) return t;
   if (t instanceof RequestState) return t.owner;

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { Readable } from 'node:stream';
 import { checkView, buildCheckRequest, parseSubjectAltName, principalOf, rfc2253, urlEncodedPem } from '../../src/extauth/attributes.js';
-import type { Exchange } from '../../src/proxy/exchange.js';
+import type { ExchangeView } from '../../src/filter/index.js';
 
 t.test('principal: URI SAN, then DNS SAN, then the subject', async (t) => {
   t.equal(principalOf({ subjectAltName: 'DNS:a.example, URI:spiffe://acme/sa/x', subject: 'CN=x' }), 'spiffe://acme/sa/x');
@@ -21,7 +21,7 @@ t.test('URL-encoded PEM as Envoy encodes it', async (t) => {
   t.equal(urlEncodedPem({ toString: () => pem }), '-----BEGIN%20CERTIFICATE-----%0AMIIB%2B%2Fa%3D%0A-----END%20CERTIFICATE-----%0A');
 });
 
-function fakeExchange(over: Partial<Exchange> & { rawHeaders: string[]; headers?: Record<string, string> }): Exchange {
+function fakeExchange(over: Partial<ExchangeView> & { rawHeaders: string[]; headers?: Record<string, string> }): ExchangeView {
   const req = Object.assign(Readable.from([]), {
     rawHeaders: over.rawHeaders,
     headers: over.headers ?? {},
@@ -41,7 +41,7 @@ function fakeExchange(over: Partial<Exchange> & { rawHeaders: string[]; headers?
     tls: false,
     listenerKind: 'external',
     ...over,
-  } as unknown as Exchange;
+  } as unknown as ExchangeView;
 }
 
 t.test('the header view: edge vs sidecar', async (t) => {

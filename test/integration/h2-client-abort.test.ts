@@ -30,7 +30,7 @@ import pino from 'pino';
 import { ALIAS, records, startH2Server, startHttpServer, startPlane, waitFor, type StartedPlane } from '../helpers/harness.js';
 import { FRAME, H2_ERROR, connectH2, frame, headersFrame, rstFrame, type RawH2 } from '../security/fixtures.js';
 import { allow, startGrpcAuth } from '../fixtures/extauth/servers.js';
-import { bodyCut } from '../../src/proxy/body-cut.js';
+import { bodyCut } from '../../src/filter/index.js';
 import { sendBody } from '../../src/proxy/forward.js';
 import { ReplayableBody } from '../../src/retry/replay.js';
 import { readBodyPrefix } from '../../src/extauth/body.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { runLogs, parseTimeBound, readLogs, teeLogger, WorkloadLogFiles, PROXY_CONTAINER } from '../../src/logs/index.js';
-import type { Flags } from '../../src/cli.js';
+import type { Flags } from '../../src/flags.js';
 
 function tempDir(t: { teardown(fn: () => unknown): void }): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svcproxy-logs-'));

@@ -11,7 +11,7 @@ import { demoRecords, echoScriptPath } from '../../src/local/index.js';
 import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
 import { runLogs, PROXY_CONTAINER } from '../../src/logs/index.js';
-import type { Flags } from '../../src/cli.js';
+import type { Flags } from '../../src/flags.js';
 import { request, waitFor } from '../helpers/harness.js';
 
 t.test('process output and access lines of every location, in time order', async (t) => {

@@ -11,7 +11,8 @@ import net from 'node:net';
 import http2 from 'node:http2';
 import { DEFAULT_LIMITS } from '../../src/proxy/listener.js';
 import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../../src/proxy/overload.js';
-import { limitsFrom, parseFlags } from '../../src/cli.js';
+import { parseFlags } from '../../src/cli.js';
+import { limitsFrom } from '../../src/flags.js';
 import { ALIAS, records, request, startHttpServer, startPlane, echoHandler, waitFor } from '../helpers/harness.js';
 
 const H = `api-${ALIAS}.app.localhost`;

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
 import { Metrics } from '../../src/admin/metrics.js';
-import { SharedResources } from '../../src/proxy/filters.js';
+import { SharedResources } from '../../src/filter/index.js';
 import { buildRouteTable, type FilterFactories } from '../../src/proxy/routes.js';
 import { testDeps } from '../local/fixtures.js';
 import { records } from '../helpers/harness.js';

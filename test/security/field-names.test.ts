@@ -9,7 +9,7 @@
  */
 import http2 from 'node:http2';
 import t from 'tap';
-import { strippedAtEdge } from '../../src/proxy/headers.js';
+import { strippedAtEdge } from '../../src/filter/index.js';
 import { ALIAS, records, startPlane, waitFor } from '../helpers/harness.js';
 import { connectH2, get, headersFrame, raw, startRecorder } from './fixtures.js';
 

@@ -5,10 +5,10 @@
  * `FILE: PATH: what is wrong`), an unreachable Redis (its URL, password hidden, and the reason) or a
  * listener that cannot bind.
  */
-import { waitForSignals } from '../../roles/signals.js';
+import { waitForSignals } from '../../signals.js';
 import type { Logger } from 'pino';
-import type { Flags } from '../../cli.js';
-import { formatHostPort, parseHostPort } from '../../roles/address.js';
+import type { Flags } from '../../flags.js';
+import { formatHostPort, parseHostPort } from '../../address.js';
 import { RateLimitApp, RulesError } from './app.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:8081';

@@ -2,7 +2,7 @@
  * `host:port` parsing for flags and records (`127.0.0.1:8080`, `[::1]:8080`, `:8080`, `localhost:0`).
  * Throws a plain Error naming the bad value; callers report it as a usage or config error.
  */
-import type { HostPort } from '../routing/replicas.js';
+import type { HostPort } from './routing/replicas.js';
 
 export function parseHostPort(value: string, defaultHost = '127.0.0.1'): HostPort {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value.trim());
