@@ -271,7 +271,7 @@ export async function issuedCredentials(ca: CertificateIssuer, uri: string, ttlM
   let backoff = 1000;
   let timer: Timer | undefined;
   let closed = false;
-  const listeners = new ChangeListeners(logger);
+  const listeners = new ChangeListeners<MeshCredentials>(logger);
 
   const schedule = (delay: number): void => {
     timer = clock.setTimeout(() => void tick(), Math.max(0, Math.min(delay, MAX_TIMER_MS)));

@@ -154,7 +154,7 @@ async function fileStamp(files: CredentialFiles): Promise<string> {
 export async function fileCredentials(files: CredentialFiles, opts: { logger: Logger; watch?: boolean; pollMs?: number }): Promise<CredentialSource> {
   const { logger } = opts;
   let loaded = await loadFiles(files);
-  const listeners = new ChangeListeners(logger);
+  const listeners = new ChangeListeners<MeshCredentials>(logger);
   const watchers: FSWatcher[] = [];
   let debounce: NodeJS.Timeout | undefined;
   let poll: NodeJS.Timeout | undefined;

@@ -3,24 +3,23 @@
  * that throws is logged and does not stop the others (a renewal must reach every listener).
  */
 import type { Logger } from 'pino';
-import type { MeshCredentials } from './credentials.js';
 
-export class ChangeListeners {
-  private readonly listeners = new Set<(c: MeshCredentials) => void>();
+export class ChangeListeners<T> {
+  private readonly listeners = new Set<(c: T) => void>();
 
   constructor(private readonly logger: Logger) {}
 
   /** Adds `listener`; returns its unsubscribe function. */
-  add(listener: (c: MeshCredentials) => void): () => void {
+  add(listener: (c: T) => void): () => void {
     // A wrapper per subscription, so the same function subscribed twice is unsubscribed once each.
-    const entry = (c: MeshCredentials): void => listener(c);
+    const entry = (c: T): void => listener(c);
     this.listeners.add(entry);
     return () => {
       this.listeners.delete(entry);
     };
   }
 
-  emit(c: MeshCredentials): void {
+  emit(c: T): void {
     for (const listener of [...this.listeners]) {
       try {
         listener(c);
