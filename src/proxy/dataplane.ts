@@ -9,7 +9,6 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CONNECTION_ESTABLISHED } from './tunnel.js';
-import { isIPv4 } from 'node:net';
 import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
 import {
   chooseLocation,
@@ -829,8 +828,9 @@ function tunnelServer(request: (req: IncomingMessage, res: ServerResponse) => vo
   return server;
 }
 
+/** The replica's own loopback as proxy clients name it: `localhost` and NO_PROXY's two addresses. */
 function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || (isIPv4(host) && host.startsWith('127.'));
+  return host === 'localhost' || host === '127.0.0.1' || host === '::1';
 }
 
 function noLatency(): undefined {
