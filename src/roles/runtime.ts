@@ -307,10 +307,7 @@ export class Runtime {
       handshakeFailed: (err, socket) => {
         // TLS 1.3: Node refuses a client certificate after the handshake, so the error is a hang-up
         // and the certificate's verdict is on the socket.
-        const verdict = (socket as TLSSocket & { authorizationError?: Error | string }).authorizationError;
-        const code = (verdict === undefined ? undefined : String(typeof verdict === 'string' ? verdict : (verdict as NodeJS.ErrnoException).code ?? verdict.message))
-          ?? (err as NodeJS.ErrnoException).code ?? 'unknown';
-        const reason = code.replace(/^ERR_SSL_/, '').toLowerCase();
+        const reason = handshakeReason(err, (socket as TLSSocket & { authorizationError?: unknown }).authorizationError);
         this.metrics.meshHandshakeFailures.inc({ reason });
         let peer: string | undefined;
         try {
@@ -465,6 +462,17 @@ export class Runtime {
     await this.dataplane.close();
     await this.admin?.close();
   }
+}
+
+/** A refused handshake's reason for the metric: the certificate's verdict, else the TLS error's code. */
+function handshakeReason(err: unknown, verdict: unknown): string {
+  const pick = (e: unknown): string | undefined => {
+    if (typeof e === 'string' && e !== '') return e;
+    if (e instanceof Error) return (e as NodeJS.ErrnoException).code ?? e.message;
+    return undefined;
+  };
+  const code = pick(verdict) ?? pick(err) ?? 'unknown';
+  return code.replace(/^ERR_SSL_/, '').toLowerCase().slice(0, 64);
 }
 
 /** N of a replica named `W-N` (a pod name's ordinal), else 0. */
