@@ -11,7 +11,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { BACKENDS, Fleet, scaleTarget, script, stats } from './lib/fleet.js';
+import { BACKENDS, Fleet, scaleTarget, script, stats, type PortName } from './lib/fleet.js';
+import { handshakes, internalHost, meshRequests, MESH_ORG } from './lib/mesh.js';
 import { h2load, nodeClient, postScript, wrk, type Load } from './lib/load.js';
 import { ensureTools, toolVersions } from './lib/peers.js';
 import {
@@ -20,7 +21,7 @@ import {
 import { blockOrder, pairsDetail, pairsMarkdown, rpsRatio, type PairResult, type PairRun, type PairSpec } from './lib/pairs.js';
 import { summarize, summaryMarkdown, type ProfileSummary } from './lib/profile.js';
 import {
-  fmtCpu, fmtInt, fmtMB, fmtMs, roundsTable, sectionNotes, sectionTable, summarizeRows, type RoundResult, type RowSpec, type SectionResult,
+  countersNote, fmtCpu, fmtInt, fmtMB, fmtMs, roundsTable, sectionNotes, sectionTable, summarizeRows, type RoundResult, type RowSpec, type SectionResult,
 } from './lib/report.js';
 import { median } from './lib/stats.js';
 import { APP_ROOT, CLI, GVC, hostOf, ingressArgs, launchSvc, RLS_DOMAIN, RLS_KEY, ROOT, scaleName, sidecarArgs, snapshotApp, waitReady } from './lib/svc.js';
@@ -29,7 +30,7 @@ import { APP_ROOT, CLI, GVC, hostOf, ingressArgs, launchSvc, RLS_DOMAIN, RLS_KEY
 
 // The 10,000-workload section runs last: its readiness probes leave tens of thousands of sockets in
 // TIME_WAIT for a minute, which would disturb whatever ran next.
-const SECTIONS = ['http', 'targets', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
+const SECTIONS = ['http', 'targets', 'mesh', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
 type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]
@@ -166,6 +167,12 @@ interface BenchRow extends RowSpec {
    * table (the auth server, the rate-limit service, Redis, the sinks): reported in a note.
    */
   sideCpu?: { label: string; services: string[] };
+  /**
+   * Counters read before and after each measured run (the mesh rows: mTLS handshakes from the
+   * sidecars' admin /metrics); each round keeps the differences, and a note gives their median rate
+   * per second and per 1,000 requests.
+   */
+  counters?(f: Fleet): Promise<Record<string, number>>;
   skip?: string;
 }
 
@@ -265,6 +272,7 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
       try {
         await settle();
         await spec.drive(target, opts.warmup);
+        const counters0 = await row.counters?.(fleet);
         const cpu0 = cpuTicks(pids);
         const side0 = cpuTicks(sidePids);
         const foreign = new ForeignCpu();
@@ -272,10 +280,12 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
         const bg = foreign.read();
         const cpu1 = cpuTicks(pids);
         const side1 = cpuTicks(sidePids);
+        const counters1 = await row.counters?.(fleet);
         const peak = sampler?.stop();
         result = {
           load,
           foreign: bg,
+          ...(counters0 && counters1 ? { counters: Object.fromEntries(Object.entries(counters1).map(([k, v]) => [k, v - (counters0[k] ?? 0)])) } : {}),
           ...(pids.length ? { cpuSeconds: (cpu1 - cpu0) / CLK_TCK, rssPeak: peak } : {}),
           ...(sidePids.length ? { sideCpuSeconds: (side1 - side0) / CLK_TCK } : {}),
         };
@@ -313,6 +323,8 @@ async function runSection(fleet: Fleet, spec: SectionSpec): Promise<SectionResul
       const per1k = median(good.map((r) => r.sideCpuSeconds! / (r.load!.requests / 1000)))!;
       rowNotes.push(`${row.name}: ${row.sideCpu.label} (not counted in the table) used a median of ${cores.toFixed(2)} cores, ${fmtCpu(per1k)} s CPU / 1k ${spec.unit.replace(/\/s$/, '')}.`);
     }
+    const counted = (rounds.get(row.key) ?? []).filter((r) => r && r.load && !r.invalid && r.counters);
+    if (row.counters && counted.length) rowNotes.push(`${row.name}: ${countersNote(counted)}`);
     if (row.summary) {
       try {
         const note = await row.summary(fleet);
@@ -608,6 +620,69 @@ function httpSection(tools: Record<string, string | undefined>): SectionSpec {
     notes: [
       'The ext auth, rate limit, access-log service and tracing rows count only the sidecar process; the auth server, the rate-limit service (in-memory counters) and the sinks run in their own processes on the same 2 cores (their CPU is in the notes below).',
       'nginx runs without an access log and svcproxy at --log-level warn (no access log either), except the access-log rows; HAProxy logs nothing.',
+    ],
+  };
+}
+
+/** A mesh row's hop is what it claims: mTLS handshakes and admitted mesh requests on the target, or none of either. */
+async function expectMesh(f: Fleet, t: Target, admins: { caller: PortName; target: PortName }, tls: boolean): Promise<string | undefined> {
+  const before = await meshRequests(f.ports[admins.target]);
+  const ok = await expectOk(t);
+  if (ok) return ok;
+  const [admitted, caller, target] = [(await meshRequests(f.ports[admins.target])) - before, await handshakes(f.ports[admins.caller]), await handshakes(f.ports[admins.target])];
+  if (tls && (admitted < 1 || caller.client < 1 || target.server < 1)) return `the request did not cross mTLS (target admitted ${admitted}, caller dialled ${caller.client}, target accepted ${target.server} handshakes)`;
+  if (!tls && (admitted > 0 || caller.client + target.server > 0)) return 'the plaintext control went over mTLS';
+  return undefined;
+}
+
+function meshSection(): SectionSpec {
+  const host = internalHost();
+  const hs = (caller: PortName, target: PortName) => async (f: Fleet): Promise<Record<string, number>> => ({
+    'client handshakes (caller)': (await handshakes(f.ports[caller])).client,
+    'server handshakes (target)': (await handshakes(f.ports[target])).server,
+  });
+  const total = (caller: PortName, target: PortName) => async (f: Fleet): Promise<string> => {
+    const [c, t] = [await handshakes(f.ports[caller]), await handshakes(f.ports[target])];
+    return `since start (warm-ups and checks included) the caller dialled ${fmtInt(c.client)} mTLS connections and the target accepted ${fmtInt(t.server)}; the target admitted ${fmtInt(await meshRequests(f.ports[target]))} mesh requests.`;
+  };
+  return {
+    id: 'mesh',
+    title: 'The mesh: two proxies, plaintext against mTLS',
+    description: `wrk, 1 thread, ${opts.connections} connections, GET of a 2-byte answer from the same Node upstream as the HTTP table; every row is two svcproxy processes (--workers 1) and counts the CPU and RSS of both. The mesh rows' wrk is the caller workload's app: it talks to its sidecar's outbound listener (\`--mesh\`) with the target's internal name as Host (\`${host}\`), as an HTTP proxy client would; the caller sidecar sends it over mTLS (HTTP/1.1 over TLS 1.3, pooled keep-alive connections, ECDSA P-256 certificates from svcproxy's local CA) to the target replica's sidecar (\`--mesh-inbound\`), which checks the caller's identity against the internal firewall (same-org), adds x-forwarded-client-cert and forwards to its app. An ingress's external listener never takes the mesh hop (only internal names from a mesh listener do), so the literal ingress → sidecar → (mTLS) → sidecar → app does not exist; the last row is the nearest: the ingress's own mesh listener calling as spiffe://${MESH_ORG}/ingress.`,
+    unit: 'req/s',
+    refs: [{ key: 'chain', label: 'ingress → sidecar (plain)' }, { key: 'mesh-plain', label: 'sidecar → sidecar (plain)' }],
+    rows: [
+      { key: 'chain', name: 'svcproxy ingress → sidecar → app (plaintext; the HTTP table row)', proxy: ['ingress', 'sc-chain'], target: (f) => ({ port: f.ports.ingress, host: hostOf('chain') }) },
+      {
+        key: 'mesh-plain',
+        name: 'caller sidecar (outbound) → plaintext → target sidecar → app',
+        proxy: ['sc-pcall', 'sc-ptarget'],
+        target: (f) => ({ port: f.ports['sc-pcall-out'], host }),
+        check: (f, t) => expectMesh(f, t, { caller: 'sc-pcall-admin', target: 'sc-ptarget-admin' }, false),
+      },
+      {
+        key: 'mesh',
+        name: 'caller sidecar (outbound) → mTLS → target sidecar → app',
+        proxy: ['sc-mcall', 'sc-mtarget'],
+        target: (f) => ({ port: f.ports['sc-mcall-out'], host }),
+        check: (f, t) => expectMesh(f, t, { caller: 'sc-mcall-admin', target: 'sc-mtarget-admin' }, true),
+        counters: hs('sc-mcall-admin', 'sc-mtarget-admin'),
+        summary: total('sc-mcall-admin', 'sc-mtarget-admin'),
+      },
+      {
+        key: 'mesh-ingress',
+        name: 'ingress mesh listener → mTLS → target sidecar → app',
+        proxy: ['ingress-mesh', 'sc-itarget'],
+        target: (f) => ({ port: f.ports['ingress-mesh-out'], host }),
+        check: (f, t) => expectMesh(f, t, { caller: 'ingress-mesh-admin', target: 'sc-itarget-admin' }, true),
+        counters: hs('ingress-mesh-admin', 'sc-itarget-admin'),
+        summary: total('ingress-mesh-admin', 'sc-itarget-admin'),
+      },
+    ],
+    drive: (t, seconds) => wrk({ url: `http://127.0.0.1:${t.port}/`, connections: opts.connections, seconds, ...(t.host ? { host: t.host } : {}) }),
+    check: expectOk,
+    notes: [
+      'Handshakes are svcproxy_mesh_tls_handshakes_total from the two processes\' admin /metrics, read just before and just after each measured run: client = connections the caller dialled, server = handshakes the target completed. With the pool warm (wrk\'s warm-up second) both should stay near 0.',
     ],
   };
 }
@@ -1210,6 +1285,7 @@ async function main(): Promise<number> {
   try {
     if (tools.found.wrk && wanted('http')) sections.push(await runSection(fleet, httpSection(tools.found)));
     if (tools.found.wrk && wanted('targets')) pairs = await runTargets(fleet, targetPairs(tools.found), 'paired targets', opts.shortDuration);
+    if (tools.found.wrk && wanted('mesh')) sections.push(await runSection(fleet, meshSection()));
     if (tools.found.wrk && wanted('body')) sections.push(await runSection(fleet, bodySection(tools.found, workDir)));
     if (tools.found.h2load && wanted('h2')) sections.push(await runSection(fleet, h2Section(tools.found)));
     if (wanted('grpc')) sections.push(await runSection(fleet, grpcSection()));

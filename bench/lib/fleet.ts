@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canConnect, commandExists, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
 import { startHaproxy, startNginx } from './peers.js';
+import { CALLER, MESHED, internalHost, issueMeshFiles, meshArgs, writeMeshConfig, type MeshConfig } from './mesh.js';
 import {
   ALS_GVC, APP_ROOT, GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
   type MainConfig,
@@ -39,8 +40,13 @@ const PORT_NAMES = [
   'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
   'redis', 'rls-mem', 'rls-mem-admin', 'rls-redis', 'rls-redis-admin', 'rls-redis-b', 'rls-redis-b-admin',
   'ingress-10', 'ingress-10-admin', 'ingress-10k', 'ingress-10k-admin', 'ingress-10k-10', 'ingress-10k-10-admin',
+  // The mesh section: caller sidecar (listen, admin, outbound), its mTLS target (listen, admin, mTLS);
+  // the plaintext control's caller and target; the ingress's mesh listener and its mTLS target.
+  'sc-mcall', 'sc-mcall-admin', 'sc-mcall-out', 'sc-mtarget', 'sc-mtarget-admin', 'sc-mtarget-in',
+  'sc-pcall', 'sc-pcall-admin', 'sc-pcall-out', 'sc-ptarget', 'sc-ptarget-admin',
+  'ingress-mesh', 'ingress-mesh-admin', 'ingress-mesh-out', 'sc-itarget', 'sc-itarget-admin', 'sc-itarget-in',
 ] as const;
-type PortName = (typeof PORT_NAMES)[number];
+export type PortName = (typeof PORT_NAMES)[number];
 
 export class Fleet {
   private readonly started = new Map<string, Promise<Handle>>();
@@ -48,6 +54,8 @@ export class Fleet {
   readonly config: MainConfig;
   readonly logDir: string;
   private scaleDirs = new Map<string, string>();
+  readonly mesh: MeshConfig;
+  private meshCerts: ReturnType<typeof issueMeshFiles> | undefined;
 
   private constructor(
     readonly workDir: string,
@@ -68,6 +76,15 @@ export class Fleet {
       als: this.ports.als,
       chainSidecar: this.ports['sc-chain'],
     });
+    this.mesh = writeMeshConfig(path.join(workDir, 'config'), {
+      app: this.ports['up-http'], tlsTarget: this.ports['sc-mtarget-in'], plainTarget: this.ports['sc-ptarget'], ingressTarget: this.ports['sc-itarget-in'],
+    });
+  }
+
+  /** The mesh rows' certificates, issued once by a local CA in the work folder. */
+  meshFiles(): ReturnType<typeof issueMeshFiles> {
+    this.meshCerts ??= issueMeshFiles(path.join(this.workDir, 'mesh-pki'));
+    return this.meshCerts;
   }
 
   static async create(workDir: string, tools: Record<string, string | undefined>, scaleWorkloads: number): Promise<Fleet> {
@@ -237,6 +254,13 @@ export class Fleet {
         await waitUntil(async () => (await httpRequest(p.ingress, { host: hostOf('api') })).status === 200, 15_000, 'ingress → app answering 200', svc.proc);
         return { name, port: p.ingress, procs: [svc.proc] };
       }
+      case 'sc-mtarget':
+      case 'sc-itarget':
+      case 'sc-ptarget':
+      case 'sc-mcall':
+      case 'sc-pcall':
+      case 'ingress-mesh':
+        return this.startMesh(name);
       case 'ingress-10':
       case 'ingress-10k':
       case 'ingress-10k-10': {
@@ -257,6 +281,55 @@ export class Fleet {
       default:
         throw new Error(`unknown service ${name}`);
     }
+  }
+
+  /**
+   * The mesh section's processes. Targets: sidecars of `meshed` in front of the upstream, with an
+   * mTLS listener (sc-mtarget, sc-itarget) or only their plain one (sc-ptarget). Callers: a sidecar
+   * of `caller` whose outbound listener (`--mesh`) wrk talks to as the caller's app would, with its
+   * mesh identity (sc-mcall) or without (sc-pcall: the plaintext control, to the target's plain
+   * listener); an ingress whose `--mesh` listener calls as spiffe://ORG/ingress (ingress-mesh).
+   */
+  private async startMesh(name: 'sc-mtarget' | 'sc-itarget' | 'sc-ptarget' | 'sc-mcall' | 'sc-pcall' | 'ingress-mesh'): Promise<Handle> {
+    const p = this.ports;
+    const app = `127.0.0.1:${p['up-http']}`;
+    await this.get('up-http');
+    const files = name === 'sc-ptarget' || name === 'sc-pcall' ? undefined : await this.meshFiles();
+    let args: string[];
+    let role: 'sidecar' | 'ingress' = 'sidecar';
+    let target: string | undefined;
+    switch (name) {
+      case 'sc-mtarget':
+      case 'sc-itarget':
+        args = [...sidecarArgs([this.mesh.records], MESHED, app), ...meshArgs(files!.meshed), '--mesh-inbound', `127.0.0.1:${p[`${name}-in`]}`];
+        break;
+      case 'sc-ptarget':
+        args = sidecarArgs([this.mesh.records], MESHED, app);
+        break;
+      case 'sc-mcall':
+      case 'sc-pcall':
+        target = name === 'sc-mcall' ? 'sc-mtarget' : 'sc-ptarget';
+        args = [
+          ...sidecarArgs([this.mesh.records, name === 'sc-mcall' ? this.mesh.deploymentsTls : this.mesh.deploymentsPlain], CALLER, app),
+          ...(files ? meshArgs(files.caller) : []), '--mesh', `127.0.0.1:${p[`${name}-out`]}`,
+        ];
+        break;
+      case 'ingress-mesh':
+        target = 'sc-itarget';
+        role = 'ingress';
+        args = [...ingressArgs([this.mesh.records, this.mesh.deploymentsIngress]), ...meshArgs(files!.ingress), '--mesh', `127.0.0.1:${p['ingress-mesh-out']}`];
+        break;
+    }
+    if (target) await this.get(target);
+    const svc = launchSvc({ name, role, args, port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
+    await waitReady(svc);
+    if (target) {
+      // The port wrk talks to: the outbound (mesh) listener, with the target's internal name as Host.
+      const out = p[`${name}-out` as 'sc-mcall-out'];
+      await waitUntil(async () => (await httpRequest(out, { host: internalHost() })).status === 200, 15_000, `${name} → ${target} answering 200`, svc.proc);
+      return { name, port: out, procs: [svc.proc] };
+    }
+    return { name, port: p[name], procs: [svc.proc] };
   }
 }
 

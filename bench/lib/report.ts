@@ -19,6 +19,8 @@ export interface RoundResult {
   foreign?: number;
   /** CPU seconds of the row's side services (not the proxy) during the measured run. */
   sideCpuSeconds?: number;
+  /** Growth of the row's counters (BenchRow.counters) over the measured run. */
+  counters?: Record<string, number>;
 }
 
 export interface RowSpec {
@@ -175,4 +177,15 @@ export function roundsTable(s: SectionResult): string {
     lines.push(`| ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
+}
+
+/** The row's counters over its valid rounds: median per second and per 1,000 requests, and every round's count. */
+export function countersNote(rounds: readonly RoundResult[]): string {
+  const good = rounds.filter((r): r is RoundResult & { load: Load; counters: Record<string, number> } => valid(r) && r.counters !== undefined);
+  const keys = [...new Set(good.flatMap((r) => Object.keys(r.counters)))];
+  return keys.map((k) => {
+    const perSecond = median(good.map((r) => (r.counters[k] ?? 0) / r.load.seconds))!;
+    const per1k = median(good.map((r) => (r.counters[k] ?? 0) / (r.load.requests / 1000)))!;
+    return `${k}: a median of ${perSecond.toFixed(2)} a second, ${per1k.toFixed(3)} per 1,000 requests during the measured runs (per round: ${good.map((r) => fmtInt(r.counters[k] ?? 0)).join(', ')})`;
+  }).join('; ') + '.';
 }

@@ -108,6 +108,12 @@ export function listEndpoints(snapshot: Snapshot, replicas?: Pick<ReplicaRegistr
 }
 
 /** A readable table, one block per workload (`gvc/workload`), columns aligned across blocks. */
+/** Which names need the mesh, under the table (DESIGN §9). */
+export const MESH_NOTE =
+  'internal and internal-replica names need the mesh: call them through a workload\'s outbound listener\n' +
+  '(its HTTP_PROXY under "svcproxy up", a sidecar\'s --mesh), never through the ingress; the target\'s\n' +
+  'internal firewall (firewallConfig.internal.inboundAllowType) decides by the caller\'s identity.';
+
 export function formatEndpointsText(endpoints: readonly Endpoint[]): string {
   if (endpoints.length === 0) return 'no endpoints\n';
   let kindWidth = 'KIND'.length;
@@ -131,6 +137,9 @@ export function formatEndpointsText(endpoints: readonly Endpoint[]): string {
     lines.push(key);
     lines.push(row('KIND', 'HOST', 'LOCATION', 'REPLICA'));
     for (const e of group) lines.push(row(e.kind, e.host, e.location ?? '', e.replica?.toString() ?? ''));
+  }
+  if (endpoints.some((e) => e.kind === 'internal' || e.kind === 'internal-replica')) {
+    lines.push('', MESH_NOTE);
   }
   return lines.join('\n') + '\n';
 }

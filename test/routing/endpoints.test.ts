@@ -1,5 +1,5 @@
 import t from 'tap';
-import { formatEndpointsText, listEndpoints, type Endpoint } from '../../src/routing/endpoints.js';
+import { MESH_NOTE, formatEndpointsText, listEndpoints, type Endpoint } from '../../src/routing/endpoints.js';
 import { buildHostIndex, resolveHost } from '../../src/routing/hosts.js';
 import { ReplicaRegistry } from '../../src/routing/replicas.js';
 import { buildReplica, buildSnapshot } from '../helpers/snapshot.js';
@@ -134,4 +134,7 @@ t.test('formatEndpointsText', async (t) => {
   t.ok(text.endsWith('\n'));
   t.notOk(lines.some((l) => l.endsWith(' ')), 'no trailing spaces');
   t.equal(formatEndpointsText([]), 'no endpoints\n');
+  t.ok(text.endsWith(`${MESH_NOTE}\n`), 'says which names need the mesh');
+  const external = listEndpoints(snapshot).filter((e) => !e.kind.startsWith('internal'));
+  t.notOk(formatEndpointsText(external).includes(MESH_NOTE), 'only when there are internal names');
 });
