@@ -114,6 +114,51 @@ function responseHeaderBytes(sent: { block?: string; map?: OutgoingHttpHeaders }
   return n;
 }
 
+/** What a TLS socket tells about itself (Node's TLSSocket; the HTTP/2 compat socket forwards these). */
+interface TlsFacts {
+  authorized?: boolean;
+  getProtocol?(): string | null;
+  servername?: string | false;
+  getPeerCertificate?(): { subjectaltname?: string; subject?: Record<string, string>; issuer?: Record<string, string> } | null;
+  getCertificate?(): { subjectaltname?: string } | object | null;
+}
+
+const TLS_VERSIONS: Record<string, string> = { TLSv1: 'TLSv1', 'TLSv1.1': 'TLSv1_1', 'TLSv1.2': 'TLSv1_2', 'TLSv1.3': 'TLSv1_3' };
+
+/** `subjectaltname` text → Envoy's SubjectAltName list (URI and DNS entries). */
+function sans(text: string | undefined): { uri?: string; dns?: string }[] {
+  if (!text) return [];
+  const out: { uri?: string; dns?: string }[] = [];
+  for (const part of text.split(', ')) {
+    if (part.startsWith('URI:')) out.push({ uri: part.slice(4) });
+    else if (part.startsWith('DNS:')) out.push({ dns: part.slice(4) });
+  }
+  return out;
+}
+
+/**
+ * Envoy's `tls_properties`: version, SNI, and the SANs of the local and peer certificates. On a
+ * mesh listener the peer's is the verified caller's URI (`sourcePrincipal`); elsewhere a client
+ * certificate the handshake verified.
+ */
+function tlsProperties(socket: TlsFacts | undefined, sourcePrincipal: string | undefined): Record<string, unknown> | undefined {
+  if (!socket) return undefined;
+  try {
+    const protocol = socket.getProtocol?.() ?? '';
+    const local = socket.getCertificate?.() as { subjectaltname?: string } | null | undefined;
+    // Only a certificate the handshake verified names the peer.
+    const peer = sourcePrincipal !== undefined || socket.authorized !== true ? undefined : socket.getPeerCertificate?.();
+    return {
+      tls_version: TLS_VERSIONS[protocol] ?? 'VERSION_UNSPECIFIED',
+      tls_sni_hostname: typeof socket.servername === 'string' ? socket.servername : '',
+      local_certificate_properties: { subject_alt_name: sans(local?.subjectaltname) },
+      peer_certificate_properties: { subject_alt_name: sourcePrincipal !== undefined ? [{ uri: sourcePrincipal }] : sans(peer?.subjectaltname) },
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The entry for one request; `wallNow` / `now` are the clock's wall and monotonic readings at the end.
  * Returns the entry and its approximate encoded size (for the `buffer_size_bytes` bound).
@@ -144,6 +189,7 @@ export function buildEntry(ex: Exchange, facts: RequestFacts, spec: AccessLogSpe
     route_name: spec.workloadName,
     duration: duration(now - start),
     upstream_request_attempt_count: ex.attempts,
+    tls_properties: ex.tls ? tlsProperties(req.socket as unknown as TlsFacts, ex.sourcePrincipal) : undefined,
   };
 
   let headerBytes = 0;

@@ -758,9 +758,9 @@ export class DataPlane implements ExchangeObserver {
     const target = ex.workload;
     let source: { workload?: string; gvc?: string } | undefined;
     let reporter: string;
-    if (ex.sourcePrincipal !== undefined) {
+    if (ex.meshCaller === undefined) {
       reporter = 'destination';
-      const id = parseSpiffeUri(ex.sourcePrincipal);
+      const id = parseSpiffeUri(ex.sourcePrincipal ?? '');
       source = { workload: id?.workload, gvc: id?.gvc };
     } else {
       reporter = 'source';
@@ -804,7 +804,8 @@ export class DataPlane implements ExchangeObserver {
         upstreamMs: upstreamSeconds === undefined ? undefined : Math.round(upstreamSeconds * 1e6) / 1000,
         client: ex.clientAddress,
         protocol: ex.req.httpVersion === '2.0' ? 'HTTP/2' : 'HTTP/1.1',
-        ...(ex.sourcePrincipal ? { sourcePrincipal: ex.sourcePrincipal } : {}),
+        // The caller's identity: verified at the target, its own at the caller's side.
+        ...(ex.sourcePrincipal ?? ex.meshCaller?.tls?.uri ? { sourcePrincipal: ex.sourcePrincipal ?? ex.meshCaller?.tls?.uri } : {}),
         ...(ex.destinationPrincipal ? { destinationPrincipal: ex.destinationPrincipal } : {}),
         ...(ex.egress ? { egress: ex.egress } : {}),
         ...(ex.errorCode ? { error: ex.errorCode } : {}),

@@ -102,8 +102,11 @@ export interface ListenerEvents {
   sessionCalmed?(): void;
   /** A TLS handshake completed (mTLS listeners). */
   handshake?(socket: tls.TLSSocket): void;
-  /** A TLS handshake failed: plain text, no or a bad client certificate, ... */
-  handshakeFailed?(err: Error, socket: tls.TLSSocket): void;
+  /**
+   * A TLS handshake failed: plain text, no or a bad client certificate, ... `presented`: the
+   * certificate the client sent, when it sent one (the socket no longer has it).
+   */
+  handshakeFailed?(err: Error, socket: tls.TLSSocket, presented: tls.PeerCertificate | undefined): void;
 }
 
 export interface Listener {
@@ -242,7 +245,11 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     }) as never);
     secure.on('secureConnection', track);
     if (events?.handshake) secure.on('secureConnection', events.handshake);
-    if (events?.handshakeFailed) secure.on('tlsClientError', events.handshakeFailed);
+    if (events?.handshakeFailed) {
+      const failed = events.handshakeFailed;
+      const presented = presentedCertificates(secure);
+      secure.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => failed(err, socket, presented.get(socket) ?? undefined));
+    }
     secureServer = secure;
     // HTTP/1.1 over TLS is parsed by Node's HTTP/1.1 server code, which reports its errors here.
     secure.on('clientError', onClientError);
@@ -538,6 +545,24 @@ class ClosingConnections {
 
 /** A request line whose version is well formed (one the parser does not speak: 505, not 400). */
 const WELL_FORMED_VERSION = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [^ \r\n]+ HTTP\/\d+\.\d+\r\n/;
+
+/**
+ * The certificate each client of a TLS server presented, read as its handshake ends. Node refuses a
+ * client certificate that fails verification by destroying the socket before 'tlsClientError', and
+ * the certificate goes with the socket's TLS state, yet a refusal is to be logged with the identity
+ * the peer claimed. 'keylog' is the server event that hands over the TLSSocket during the handshake;
+ * a listener put first on that socket's 'secure' event runs before Node's own verdict. Only mTLS
+ * listeners ask for this: their connections are pooled, so the few callbacks per handshake are rare.
+ */
+function presentedCertificates(server: tls.Server): WeakMap<tls.TLSSocket, tls.PeerCertificate | null> {
+  const presented = new WeakMap<tls.TLSSocket, tls.PeerCertificate | null>();
+  server.on('keylog', (_line: Buffer, socket: tls.TLSSocket) => {
+    if (presented.has(socket)) return;
+    presented.set(socket, null);
+    socket.prependOnceListener('secure', () => presented.set(socket, socket.getPeerCertificate()));
+  });
+  return presented;
+}
 
 /** Close once what was written is out; a client that never closes its side is dropped after a while. */
 function endThenDestroy(socket: Duplex): void {

@@ -300,18 +300,18 @@ export class Runtime {
   }
 
   /** Handshake counters and the log line of a refused one, with the peer's identity when it sent one. */
-  meshListenerEvents(): { handshake: () => void; handshakeFailed: (err: Error, socket: TLSSocket) => void } {
+  meshListenerEvents(): { handshake: () => void; handshakeFailed: (err: Error, socket: TLSSocket, presented: PeerCertificate | undefined) => void } {
     const log = this.opts.logger.child({ component: 'mesh' });
     return {
       handshake: () => this.metrics.meshHandshakes.inc({ side: 'server' }),
-      handshakeFailed: (err, socket) => {
+      handshakeFailed: (err, socket, presented) => {
         // TLS 1.3: Node refuses a client certificate after the handshake, so the error is a hang-up
         // and the certificate's verdict is on the socket.
         const reason = handshakeReason(err, (socket as TLSSocket & { authorizationError?: unknown }).authorizationError);
         this.metrics.meshHandshakeFailures.inc({ reason });
         let peer: string | undefined;
         try {
-          peer = uriSanOf(socket.getPeerCertificate());
+          peer = uriSanOf(presented ?? socket.getPeerCertificate());
         } catch {
           peer = undefined;
         }

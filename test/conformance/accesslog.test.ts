@@ -46,6 +46,12 @@ t.test('a message we encode, Envoy decodes', async (t) => {
       route_name: 'api',
       duration: { seconds: 0, nanos: 6_000_000 },
       upstream_request_attempt_count: 3,
+      tls_properties: {
+        tls_version: 'TLSv1_3',
+        tls_sni_hostname: 'api.example.com',
+        local_certificate_properties: { subject_alt_name: [{ uri: 'spiffe://acme/gvc/shop/workload/api' }] },
+        peer_certificate_properties: { subject_alt_name: [{ uri: 'spiffe://acme/gvc/shop/workload/web' }, { dns: 'web.example' }] },
+      },
     },
     protocol_version: 'HTTP2',
     request: {

@@ -7,6 +7,7 @@
  * by name; curl and Python's urllib as the apps' HTTP clients, going through HTTP_PROXY unchanged.
  */
 import t from 'tap';
+import { pino } from 'pino';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,13 +65,15 @@ function proxyPort(up: Up, workload: string): number {
 t.test('the mesh under up', async (t) => {
   const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
   t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  const logLines: string[] = [];
   const up = await startUp({
     settings: defaultSettings,
     records: RECORDS,
     listen: ['127.0.0.1:0'],
     mesh: ['127.0.0.1:0'],
     admin: '127.0.0.1:0',
-    logger: silentLogger(),
+    logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }),
+    deps: { logger: silentLogger() },
     watch: false,
     caDir,
   });
@@ -113,6 +116,17 @@ t.test('the mesh under up', async (t) => {
   t.match(metrics.body, /svcproxy_mesh_requests_total\{reporter="destination",source_workload="c2",source_gvc="g2",destination_workload="t-list",destination_gvc="g1",response_code="200",outcome="allowed"\} 1/);
   t.match(metrics.body, /svcproxy_mesh_requests_total\{reporter="source",source_workload="c3",source_gvc="g2",destination_workload="t-list",destination_gvc="g1",response_code="403",outcome="denied"\} 1/);
   t.match(metrics.body, /svcproxy_mesh_tls_handshakes_total\{side="server"\} \d+/);
+
+  await t.test('access-log lines name both ends of a mesh call', async (t) => {
+    const entries = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.path === '/who');
+    const target = entries.find((e) => e.sourcePrincipal === 'spiffe://acme/gvc/g2/workload/c2' && e.workload === 't-list');
+    t.ok(target, 'the target\'s line carries the verified caller');
+    t.equal(target?.status, 200);
+    const denied = entries.find((e) => e.sourcePrincipal === 'spiffe://acme/gvc/g1/workload/c1' && e.workload === 't-none');
+    t.equal(denied?.status, 403, 'a denial is logged with the peer\'s identity');
+    const source = entries.find((e) => e.destinationPrincipal === 'spiffe://acme/gvc/g1/workload/t-org' && e.sourcePrincipal === 'spiffe://acme/gvc/g2/workload/c3');
+    t.ok(source, 'the caller\'s line names itself and the identity it required of the target');
+  });
 
   await t.test('a container reaches its sibling by name, and localhost stays local', async (t) => {
     const res = await request(callers.c1!, 'side:9000', '/');
