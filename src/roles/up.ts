@@ -1,8 +1,9 @@
 /**
  * `svcproxy up`: the whole data plane on one machine. The ingress listener, a mesh listener for
- * internal host names, the admin listener, and the workload processes the supervisor starts (one
- * in-process sidecar per replica: the ingress applies each workload's sidecar filters itself, saving a
- * hop). Without `--config` it runs the built-in demo. On SIGINT/SIGTERM it stops accepting, lets
+ * internal host names (called from the host's shell), the admin listener, and the workload processes
+ * the supervisor starts (one in-process sidecar per replica: the ingress applies each workload's
+ * sidecar filters itself, saving a hop; each replica also gets its mesh identity, mTLS listener and
+ * outbound listener: src/roles/up-mesh.ts). Without `--config` it runs the built-in demo. On SIGINT/SIGTERM it stops accepting, lets
  * requests in flight finish within the grace period, stops the processes and exits 0.
  */
 import type { Logger } from 'pino';
@@ -145,7 +146,10 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   const meshPort = runtime.meshListeners[0]?.address.port;
   const lines: string[] = [demo ? 'svcproxy up: built-in demo' : 'svcproxy up'];
   for (const l of runtime.listeners) lines.push(`  listening    ${l.tls ? 'https' : 'http'}://${formatHostPort(l.address)}`);
-  for (const l of runtime.meshListeners) lines.push(`  mesh         http://${formatHostPort(l.address)}`);
+  for (const l of runtime.meshListeners) {
+    lines.push(`  mesh         http://${formatHostPort(l.address)}  (internal names from this shell, as spiffe://${runtime.dataplane.org}/ingress: admitted by inboundAllowType same-org)`);
+  }
+  lines.push(`  mesh CA      ${options.caDir ?? DEFAULT_CA_DIR}  (each replica: its own certificate, mTLS listener and HTTP_PROXY)`);
   if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config)`);
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
