@@ -27,7 +27,7 @@ import { parseHostPort } from '../address.js';
 import { fileCredentials, uriSanOf, workloadUri, type CredentialSource, type MeshCredentials } from '../mesh/index.js';
 import { MeshTlsClient } from '../proxy/mesh-tls.js';
 import type { MeshInbound, OutboundCaller } from '../proxy/mesh-peer.js';
-import type { TLSSocket } from 'node:tls';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 
 export interface RuntimeOptions {
   readonly role: 'up' | 'ingress' | 'sidecar';
