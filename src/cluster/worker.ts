@@ -107,6 +107,7 @@ export async function runWorker(options: RuntimeOptions, slot: string, graceMs: 
   const listeners: BoundListener[] = [
     ...runtime.listeners.map((l) => ({ address: formatHostPort(l.address), tls: l.tls, mesh: false })),
     ...runtime.meshListeners.map((l) => ({ address: formatHostPort(l.address), tls: false, mesh: true })),
+    ...runtime.meshInboundListeners.map((l) => ({ address: formatHostPort(l.address), tls: true, mesh: true })),
   ];
   void send({ svcproxy: 'ready', generation: store.current.generation, listeners });
   logger.debug({ pid: process.pid }, 'worker ready');
