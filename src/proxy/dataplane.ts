@@ -45,7 +45,7 @@ import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
-import { callerOf, verifiedPeerOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
+import { callerOf, sanitizeSet, verifiedPeerOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
 import { DEFAULT_ORG, parseSpiffeUri, workloadUri, xfccValue } from '../mesh/index.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
@@ -670,6 +670,8 @@ export class DataPlane implements ExchangeObserver {
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     // Behind the caller's sidecar: one more trusted hop (it appended its app's address).
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], (gvc?.trustedProxies ?? 0) + 1);
+    // Before the filters: ext_authz's check must show the verified caller's value, as the app gets.
+    sanitizeSet(req, admitted.xfcc);
     const forwardedProto = req.headers['x-forwarded-proto'];
     const headers = upstreamHeaders(req.headers, {
       host: ex.host,
@@ -678,8 +680,6 @@ export class DataPlane implements ExchangeObserver {
       requestId: ex.requestId,
       keepTeTrailers: true,
     });
-    // Any client-sent value was removed with the edge headers; this one is the verified caller's.
-    headers['x-forwarded-client-cert'] = admitted.xfcc;
     ex.startTimeout(workload.timeoutMs);
     const protocol = protocolOf(portModel);
     const chain = portModel.number === workload.mesh.inboundDisabledPort ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;

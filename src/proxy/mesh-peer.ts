@@ -11,6 +11,7 @@ import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { HostPort } from '../routing/replicas.js';
 import type { DownstreamRequest } from './errors.js';
 import type { MeshTlsClient } from './mesh-tls.js';
+import { strippedAtEdge } from '../filter/index.js';
 
 export interface VerifiedPeer {
   /** The certificate's URI SAN (the caller's identity as presented). */
@@ -93,4 +94,25 @@ export interface MeshAdmission {
   readonly port: PortModel;
   readonly app: HostPort;
   readonly xfcc: string;
+}
+
+/**
+ * Envoy's SANITIZE_SET on an mTLS listener, done to the request itself before the filters run: the
+ * client's `x-forwarded-client-cert` (and names that read as it or as another header the proxy
+ * sets: see strippedAtEdge) removed, the verified caller's value set. So ext_authz's check (built
+ * from the raw header list) and the app see the same, true value, whoever dialled the listener.
+ */
+export function sanitizeSet(req: DownstreamRequest, xfcc: string): void {
+  const raw = req.rawHeaders;
+  let kept = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (strippedAtEdge(raw[i]!.toLowerCase(), [])) continue;
+    raw[kept++] = raw[i]!;
+    raw[kept++] = raw[i + 1]!;
+  }
+  raw.length = kept;
+  raw.push('x-forwarded-client-cert', xfcc);
+  const headers = req.headers;
+  for (const name of Object.keys(headers)) if (strippedAtEdge(name, [])) delete headers[name];
+  headers['x-forwarded-client-cert'] = xfcc;
 }

@@ -37,7 +37,7 @@ import { protocolOf, type RouteTable } from './routes.js';
 import { problemReply, requestProblem } from './sanitize.js';
 import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
-import type { Hop, MeshAdmission, MeshInbound } from './mesh-peer.js';
+import { sanitizeSet, type Hop, type MeshAdmission, type MeshInbound } from './mesh-peer.js';
 import { proxyWebSocket } from './websocket.js';
 
 /** What routing reads of a request. */
@@ -142,7 +142,6 @@ export class Tunnels {
     const admitted = admit(ex);
     if (typeof admitted === 'string') return this.refuse(ex, socket, admitted);
     this.asMeshTarget(ex, admitted, identity);
-    req.headers['x-forwarded-client-cert'] = admitted.xfcc;
     this.filtered(ex, socket, admitted.port.number === admitted.workload.mesh.inboundDisabledPort, () => this.proxyUpgrade(ex, socket, head, admitted.app));
   }
 
@@ -161,8 +160,8 @@ export class Tunnels {
     ex.location = identity.location;
     const trusted = (this.ctx.table().snapshot.gvcs.get(admitted.workload.gvc)?.trustedProxies ?? 0) + 1;
     ex.clientAddress = clientAddress(ex.peer, ex.req.headers['x-forwarded-for'], trusted);
-    // A client-sent value never reaches the app; the caller's is set from its verified certificate.
-    for (const name of Object.keys(ex.req.headers)) if (strippedAtEdge(name, [])) delete ex.req.headers[name];
+    // A client-sent value never reaches the filters or the app; the caller's is set from its verified certificate.
+    sanitizeSet(ex.req, admitted.xfcc);
   }
 
   // ---- the exchange ----------------------------------------------------------------------------
