@@ -151,9 +151,19 @@ async function fileStamp(files: CredentialFiles): Promise<string> {
  * symlinks into other folders; changes are debounced (100 ms), and a bad new set is logged (error,
  * with the file names) while the last good one is kept. An unchanged set notifies no one.
  */
-export async function fileCredentials(files: CredentialFiles, opts: { logger: Logger; watch?: boolean; pollMs?: number }): Promise<CredentialSource> {
+export async function fileCredentials(
+  files: CredentialFiles,
+  opts: { logger: Logger; watch?: boolean; pollMs?: number; accept?: (c: MeshCredentials) => string | undefined },
+): Promise<CredentialSource> {
   const { logger } = opts;
-  let loaded = await loadFiles(files);
+  /** A set `accept` refuses (a sidecar's certificate for another identity) is refused like a bad one. */
+  const load = async (): Promise<Awaited<ReturnType<typeof loadFiles>>> => {
+    const next = await loadFiles(files);
+    const problem = opts.accept?.(next.creds);
+    if (problem !== undefined) throw new Error(`${files.cert}: ${problem}`);
+    return next;
+  };
+  let loaded = await load();
   const listeners = new ChangeListeners<MeshCredentials>(logger);
   const watchers: FSWatcher[] = [];
   let debounce: NodeJS.Timeout | undefined;
@@ -172,7 +182,7 @@ export async function fileCredentials(files: CredentialFiles, opts: { logger: Lo
       do {
         again = false;
         try {
-          const next = await loadFiles(files);
+          const next = await load();
           if (closed || next.texts === loaded.texts) continue;
           loaded = next;
           logger.info({ files, uri: next.creds.uri, notAfter: new Date(next.creds.notAfter).toISOString() }, 'mesh credentials reloaded');

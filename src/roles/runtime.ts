@@ -283,18 +283,24 @@ export class Runtime {
   /** The mesh identity of this process (`--mesh-cert`...), checked against the sidecar's workload. */
   private async openMeshIdentity(): Promise<void> {
     const { opts } = this;
-    const source = opts.meshCredentials ?? (opts.meshFiles ? await fileCredentials(opts.meshFiles, { logger: opts.logger.child({ component: 'mesh' }), watch: opts.watch !== false }) : undefined);
+    // Callers require the target workload's identity of its sidecar (secure naming): a certificate
+    // for another would be refused by all, at start or when the files are replaced.
+    let accept: ((c: MeshCredentials) => string | undefined) | undefined;
+    if (opts.role === 'sidecar' && opts.sidecar) {
+      const [gvc, name] = opts.sidecar.workload.split('/') as [string, string];
+      const want = workloadUri(this.dataplane.org, gvc, name);
+      accept = (c) => (c.uri === want ? undefined : `--mesh-cert carries ${c.uri}; the sidecar of ${opts.sidecar!.workload} must present ${want}`);
+    }
+    const source = opts.meshCredentials ?? (opts.meshFiles
+      ? await fileCredentials(opts.meshFiles, { logger: opts.logger.child({ component: 'mesh' }), watch: opts.watch !== false, ...(accept ? { accept } : {}) })
+      : undefined);
     if (!source) {
       if (opts.meshInbound?.length) throw new Error('--mesh-inbound needs the sidecar\'s mesh identity: --mesh-cert, --mesh-key and --mesh-ca');
       return;
     }
     this.meshCredentials = source;
-    if (opts.role === 'sidecar' && opts.sidecar) {
-      // Callers require the target workload's identity of its sidecar (secure naming): another would be refused by all.
-      const [gvc, name] = opts.sidecar.workload.split('/') as [string, string];
-      const want = workloadUri(this.dataplane.org, gvc, name);
-      if (source.current().uri !== want) throw new Error(`--mesh-cert carries ${source.current().uri}; the sidecar of ${opts.sidecar.workload} must present ${want}`);
-    }
+    const problem = accept?.(source.current());
+    if (problem !== undefined) throw new Error(problem);
     const handshakes = this.metrics.meshHandshakes;
     this.meshTls = new MeshTlsClient(source, () => handshakes.inc({ side: 'client' }));
   }

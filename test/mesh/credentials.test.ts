@@ -181,6 +181,30 @@ t.test('watching: files renamed into place are reloaded; a bad new key is logged
   t.equal(serialOf(got), serialOf(third), 'a good set after a bad one is taken');
 });
 
+t.test('accept: a set for another identity is refused at start and on reload (the last good set kept)', async (t) => {
+  const dir = await tempDir(t);
+  const ca = await LocalCa.open(join(dir, 'ca'), { org: 'acme' });
+  const accept = (c: MeshCredentials): string | undefined => (c.uri === API ? undefined : `carries ${c.uri}, not ${API}`);
+  await mkdir(join(dir, 'wrong'));
+  const wrong = await writeCredentials(join(dir, 'wrong'), await ca.issue(WEB, HOUR));
+  await t.rejects(fileCredentials(wrong, { logger: silentLogger(), accept }), { message: `${wrong.cert}: carries ${WEB}, not ${API}` });
+
+  const files = await writeCredentials(dir, await ca.issue(API, HOUR));
+  const log = captureLogger();
+  const src = await fileCredentials(files, { logger: log.logger, watch: true, accept });
+  t.teardown(() => src.close());
+  const first = src.current();
+  const refused = log.waitFor((e) => e.level === 50 && String(e.reason).includes(`carries ${WEB}`));
+  const other = await ca.issue(WEB, HOUR);
+  for (const [name, text] of [['key.pem', other.keyPem], ['cert.pem', other.certPem]] as const) {
+    const tmp = join(dir, `.${name}.tmp`);
+    await writeFile(tmp, text);
+    await rename(tmp, join(dir, name));
+  }
+  await refused;
+  t.equal(src.current(), first, 'still the workload\'s own certificate');
+});
+
 t.test('watching: a Kubernetes ..data symlink swap is seen', async (t) => {
   const dir = await tempDir(t);
   const ca = await LocalCa.open(join(dir, 'ca'), { org: 'acme' });
