@@ -262,6 +262,8 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
   }
   for (const l of runtime.listeners) logger.info({ address: formatHostPort(l.address), tls: l.tls }, `${role} listening`);
+  for (const l of runtime.meshListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh (outbound) listening');
+  for (const l of runtime.meshInboundListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh mTLS listening');
   if (runtime.admin) logger.info({ address: formatHostPort(runtime.admin.address) }, 'admin listening');
   const signal = await waitForSignals(() => void runtime.store.reload());
   logger.info({ signal }, 'draining');
