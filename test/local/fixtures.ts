@@ -162,8 +162,11 @@ export class FakeClock {
   private seq = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
 
+  /** `wallBase`: the wall time at the start (the mesh's tests start at the real now, for openssl). */
+  constructor(private readonly wallBase = 1_700_000_000_000) {}
+
   now = (): number => this.time;
-  wallNow = (): number => 1_700_000_000_000 + this.time;
+  wallNow = (): number => this.wallBase + this.time;
   setTimeout = (fn: () => void, ms: number): { id: number; unref(): void } => {
     const id = ++this.seq;
     this.timers.set(id, { at: this.time + Math.max(0, ms), fn });

@@ -14,44 +14,14 @@ import { connect, createServer, type TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import type { Clock } from '../../src/deps.js';
+import { FakeClock as BaseFakeClock } from '../local/fixtures.js';
 import { uriSanOf } from '../../src/mesh/identity.js';
 import type { MeshCredentials } from '../../src/mesh/credentials.js';
 
-/** Fake time: `advance` runs the timers that fall due, in order; wall time = `wallBase` + elapsed. */
-export class FakeClock implements Clock {
-  private time = 0;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-
-  constructor(private readonly wallBase = Date.now()) {}
-
-  now = (): number => this.time;
-  wallNow = (): number => this.wallBase + this.time;
-  setTimeout = (fn: () => void, ms: number): { id: number; unref(): void } => {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + Math.max(0, ms), fn });
-    return { id, unref: () => undefined };
-  };
-  clearTimeout = (timer: unknown): void => {
-    if (timer && typeof timer === 'object' && 'id' in timer) this.timers.delete((timer as { id: number }).id);
-  };
-
-  /** Delays of the pending timers, from now. */
-  pending(): number[] {
-    return [...this.timers.values()].map((t) => t.at - this.time).sort((a, b) => a - b);
-  }
-
-  advance(ms: number): void {
-    const until = this.time + ms;
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const entry of this.timers) if (entry[1].at <= until && (!next || entry[1].at < next[1].at)) next = entry;
-      if (!next) break;
-      this.timers.delete(next[0]);
-      this.time = next[1].at;
-      next[1].fn();
-    }
-    this.time = until;
+/** Fake time (test/local's) whose wall time starts at the real now: certificates are judged by openssl too. */
+export class FakeClock extends BaseFakeClock implements Clock {
+  constructor(wallBase = Date.now()) {
+    super(wallBase);
   }
 }
 
