@@ -47,6 +47,7 @@ const PORT_NAMES = [
   'ingress-mesh', 'ingress-mesh-admin', 'ingress-mesh-out', 'sc-itarget', 'sc-itarget-admin', 'sc-itarget-in',
 ] as const;
 export type PortName = (typeof PORT_NAMES)[number];
+export type MeshService = 'sc-mtarget' | 'sc-itarget' | 'sc-ptarget' | 'sc-mcall' | 'sc-pcall' | 'ingress-mesh';
 
 export class Fleet {
   private readonly started = new Map<string, Promise<Handle>>();
@@ -290,46 +291,54 @@ export class Fleet {
    * mesh identity (sc-mcall) or without (sc-pcall: the plaintext control, to the target's plain
    * listener); an ingress whose `--mesh` listener calls as spiffe://ORG/ingress (ingress-mesh).
    */
-  private async startMesh(name: 'sc-mtarget' | 'sc-itarget' | 'sc-ptarget' | 'sc-mcall' | 'sc-pcall' | 'ingress-mesh'): Promise<Handle> {
+  /** How a mesh process is launched: role, arguments, ports, and the target it needs first (callers). */
+  async meshLaunch(name: MeshService): Promise<{ role: 'sidecar' | 'ingress'; args: string[]; port: number; adminPort: number; out?: number; target?: MeshService }> {
     const p = this.ports;
     const app = `127.0.0.1:${p['up-http']}`;
-    await this.get('up-http');
     const files = name === 'sc-ptarget' || name === 'sc-pcall' ? undefined : await this.meshFiles();
-    let args: string[];
-    let role: 'sidecar' | 'ingress' = 'sidecar';
-    let target: string | undefined;
+    const ports = { port: p[name], adminPort: p[`${name}-admin`] };
     switch (name) {
       case 'sc-mtarget':
       case 'sc-itarget':
-        args = [...sidecarArgs([this.mesh.records], MESHED, app), ...meshArgs(files!.meshed), '--mesh-inbound', `127.0.0.1:${p[`${name}-in`]}`];
-        break;
+        return { role: 'sidecar', ...ports, args: [...sidecarArgs([this.mesh.records], MESHED, app), ...meshArgs(files!.meshed), '--mesh-inbound', `127.0.0.1:${p[`${name}-in`]}`] };
       case 'sc-ptarget':
-        args = sidecarArgs([this.mesh.records], MESHED, app);
-        break;
+        return { role: 'sidecar', ...ports, args: sidecarArgs([this.mesh.records], MESHED, app) };
       case 'sc-mcall':
       case 'sc-pcall':
-        target = name === 'sc-mcall' ? 'sc-mtarget' : 'sc-ptarget';
-        args = [
-          ...sidecarArgs([this.mesh.records, name === 'sc-mcall' ? this.mesh.deploymentsTls : this.mesh.deploymentsPlain], CALLER, app),
-          ...(files ? meshArgs(files.caller) : []), '--mesh', `127.0.0.1:${p[`${name}-out`]}`,
-        ];
-        break;
+        return {
+          role: 'sidecar', ...ports, out: p[`${name}-out`], target: name === 'sc-mcall' ? 'sc-mtarget' : 'sc-ptarget',
+          args: [
+            ...sidecarArgs([this.mesh.records, name === 'sc-mcall' ? this.mesh.deploymentsTls : this.mesh.deploymentsPlain], CALLER, app),
+            ...(files ? meshArgs(files.caller) : []), '--mesh', `127.0.0.1:${p[`${name}-out`]}`,
+          ],
+        };
       case 'ingress-mesh':
-        target = 'sc-itarget';
-        role = 'ingress';
-        args = [...ingressArgs([this.mesh.records, this.mesh.deploymentsIngress]), ...meshArgs(files!.ingress), '--mesh', `127.0.0.1:${p['ingress-mesh-out']}`];
-        break;
+        return {
+          role: 'ingress', ...ports, out: p['ingress-mesh-out'], target: 'sc-itarget',
+          args: [...ingressArgs([this.mesh.records, this.mesh.deploymentsIngress]), ...meshArgs(files!.ingress), '--mesh', `127.0.0.1:${p['ingress-mesh-out']}`],
+        };
     }
+  }
+
+  /**
+   * The mesh section's processes. Targets: sidecars of `meshed` in front of the upstream, with an
+   * mTLS listener (sc-mtarget, sc-itarget) or only their plain one (sc-ptarget). Callers: a sidecar
+   * of `caller` whose outbound listener (`--mesh`) wrk talks to as the caller's app would, with its
+   * mesh identity (sc-mcall) or without (sc-pcall: the plaintext control, to the target's plain
+   * listener); an ingress whose `--mesh` listener calls as spiffe://ORG/ingress (ingress-mesh).
+   */
+  private async startMesh(name: MeshService): Promise<Handle> {
+    await this.get('up-http');
+    const { role, args, port, adminPort, out, target } = await this.meshLaunch(name);
     if (target) await this.get(target);
-    const svc = launchSvc({ name, role, args, port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
+    const svc = launchSvc({ name, role, args, port, adminPort, logDir: this.logDir });
     await waitReady(svc);
-    if (target) {
+    if (out !== undefined) {
       // The port wrk talks to: the outbound (mesh) listener, with the target's internal name as Host.
-      const out = p[`${name}-out` as 'sc-mcall-out'];
       await waitUntil(async () => (await httpRequest(out, { host: internalHost() })).status === 200, 15_000, `${name} → ${target} answering 200`, svc.proc);
       return { name, port: out, procs: [svc.proc] };
     }
-    return { name, port: p[name], procs: [svc.proc] };
+    return { name, port, procs: [svc.proc] };
   }
 }
 
