@@ -6,6 +6,7 @@
  * protocol. The sidecar path (a standalone `svcproxy sidecar`) starts at the filters. Every answer the
  * proxy makes itself goes through `Exchange.reply` (DESIGN §6); nothing here throws to the server.
  */
+import http2 from 'node:http2';
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CONNECTION_ESTABLISHED } from './tunnel.js';
@@ -204,7 +205,7 @@ export class DataPlane implements ExchangeObserver {
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => this.tunnels.upgrade(req, socket, head, listener.port, false, 'mesh', caller);
     // Requests inside a CONNECT to an HTTP port (proxy clients that always tunnel, as undici's
     // EnvHttpProxyAgent does): served like requests to the listener itself, each routed by its Host.
-    let tunnelled: http.Server | undefined;
+    let tunnelled: TunnelServers | undefined;
     return {
       request,
       upgrade,
@@ -215,10 +216,20 @@ export class DataPlane implements ExchangeObserver {
           const workload = caller.workload === undefined ? undefined : this.table.snapshot.workloads.get(caller.workload);
           if (workload) return this.egress.connect(req, socket, head, workload);
         } else if (target.kind !== 'domain' && protocolOf(findPort(target.workload, 'port' in target ? target.port : undefined)) !== 'tcp') {
-          tunnelled ??= tunnelServer(request, upgrade);
+          const servers = (tunnelled ??= tunnelServers(request, upgrade));
           socket.write(CONNECTION_ESTABLISHED);
-          if (head.length > 0) socket.unshift(head);
-          tunnelled.emit('connection', socket);
+          // HTTP/1.1 or HTTP/2 with prior knowledge (gRPC clients behind a proxy): the first bytes say.
+          const hand = (first: Buffer): void => {
+            socket.unshift(first);
+            (isHttp2Preface(first) ? servers.h2 : servers.h1).emit('connection', socket);
+          };
+          if (head.length > 0) hand(head);
+          else {
+            socket.once('data', (chunk: Buffer) => {
+              (socket as Duplex).pause();
+              hand(chunk);
+            });
+          }
           return;
         }
         this.tunnels.connect(req, socket, head, listener.port, false, 'mesh', caller);
@@ -819,14 +830,28 @@ function isInternal(target: HostTarget | undefined): target is Extract<HostTarge
   return target?.kind === 'internal' || target?.kind === 'internal-replica';
 }
 
-/** An HTTP/1.1 server for the connections CONNECT handed over (never listens itself). */
-function tunnelServer(request: (req: IncomingMessage, res: ServerResponse) => void, upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): http.Server {
-  const server = http.createServer({ maxHeaderSize: 64 * 1024 }, request);
-  server.on('upgrade', upgrade);
-  server.on('clientError', (_err, socket) => socket.destroy());
+interface TunnelServers {
+  readonly h1: http.Server;
+  readonly h2: http2.Http2Server;
+}
+
+const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+function isHttp2Preface(first: Buffer): boolean {
+  const n = Math.min(first.length, HTTP2_PREFACE.length);
+  return n > 0 && first.subarray(0, n).equals(HTTP2_PREFACE.subarray(0, n));
+}
+
+/** Servers for the connections CONNECT handed over (they never listen themselves). */
+function tunnelServers(request: (req: DownstreamRequest, res: DownstreamResponse) => void, upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): TunnelServers {
+  const h1 = http.createServer({ maxHeaderSize: 64 * 1024 }, request);
+  h1.on('upgrade', upgrade);
+  h1.on('clientError', (_err, socket) => socket.destroy());
   // Node enforces the headers timeout once a server is 'listening'; this one never listens itself.
-  server.emit('listening');
-  return server;
+  h1.emit('listening');
+  const h2 = http2.createServer({ settings: { enablePush: false } }, request);
+  h2.on('sessionError', () => undefined);
+  return { h1, h2 };
 }
 
 /** The replica's own loopback as proxy clients name it: `localhost` and NO_PROXY's two addresses. */
