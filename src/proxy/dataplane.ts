@@ -221,7 +221,12 @@ export class DataPlane implements ExchangeObserver {
           // HTTP/1.1 or HTTP/2 with prior knowledge (gRPC clients behind a proxy): the first bytes say.
           const hand = (first: Buffer): void => {
             socket.unshift(first);
-            (isHttp2Preface(first) ? servers.h2 : servers.h1).emit('connection', socket);
+            // The HTTP/2 session reads the unshifted bytes itself; the HTTP/1.1 server needs them flowing.
+            if (isHttp2Preface(first)) servers.h2.emit('connection', socket);
+            else {
+              servers.h1.emit('connection', socket);
+              (socket as Duplex).resume();
+            }
           };
           if (head.length > 0) hand(head);
           else {
