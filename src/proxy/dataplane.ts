@@ -46,8 +46,8 @@ import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
 import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
-import { callerOf, sanitizeSet, verifiedPeerOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
-import { DEFAULT_ORG, parseSpiffeUri, workloadUri, xfccValue } from '../mesh/index.js';
+import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
+import { DEFAULT_ORG, parseSpiffeUri, workloadUri } from '../mesh/index.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
@@ -671,7 +671,7 @@ export class DataPlane implements ExchangeObserver {
     const app = port && identity.app(port.number);
     if (!port || !app) return 'NO_ROUTE';
     ex.targetPort = port.number;
-    return { workload, port, app, xfcc: xfccValue(identity.uri(), peer.der, peer.uri) };
+    return { workload, port, app, xfcc: xfccOf(peer, identity.uri()) };
   }
 
   private onMeshInbound(req: DownstreamRequest, res: DownstreamResponse, identity: MeshInbound, port: number): void {

@@ -6,7 +6,7 @@
  */
 import type { TLSSocket } from 'node:tls';
 import type { MeshCaller } from '../firewall/internal.js';
-import { parseSpiffeUri, uriSanOf, type MeshPeer } from '../mesh/index.js';
+import { parseSpiffeUri, uriSanOf, xfccValue, type MeshPeer } from '../mesh/index.js';
 import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { HostPort } from '../routing/replicas.js';
 import type { DownstreamRequest } from './errors.js';
@@ -20,6 +20,20 @@ export interface VerifiedPeer {
   readonly identity: MeshPeer | undefined;
   /** The certificate, DER. */
   readonly der: Buffer;
+  /** The last `x-forwarded-client-cert` value made for it, and the target identity it was made for. */
+  xfcc?: { readonly by: string; readonly value: string };
+}
+
+/**
+ * The `x-forwarded-client-cert` value for `peer` calling `by`: hashed once per connection (and
+ * again only when the target's own certificate was renewed), not on every request.
+ */
+export function xfccOf(peer: VerifiedPeer, by: string): string {
+  const known = peer.xfcc;
+  if (known !== undefined && known.by === by) return known.value;
+  const value = xfccValue(by, peer.der, peer.uri);
+  peer.xfcc = { by, value };
+  return value;
 }
 
 const peers = new WeakMap<object, VerifiedPeer | null>();
