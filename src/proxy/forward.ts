@@ -223,7 +223,7 @@ export function forwardHttp2(
   if (withBody) sendBody(exchange.bodyOverride ?? (req as Readable), stream, req as Readable);
   const res = exchange.res;
   stream.on('response', (upstreamHeaders, flags) => {
-    if (exchange.isFinished) return;
+    if (dropped || exchange.isFinished) return;
     const status = Number(upstreamHeaders[HTTP2_HEADER_STATUS]) || 502;
     if (!hooks.onResponse(exchange, status, upstreamHeaders as Record<string, string>)) {
       dropped = true;
@@ -260,19 +260,24 @@ export function forwardHttp2(
   stream.on('end', () => {
     if (dropped || exchange.isFinished) return;
     if (!res.headersSent) {
-      failBeforeHeaders(exchange, new Error('upstream ended without headers'), hooks);
+      fail(new Error('upstream ended without headers'));
       return;
     }
     res.end();
     exchange.finish();
   });
-  stream.on('error', (err) => {
-    if (!dropped) failBeforeHeaders(exchange, err, hooks, stream.rstCode);
-  });
+  // A stream that fails reports it twice ('error', then 'close'): the attempt ends at the first, or
+  // a retry would be scheduled twice and two attempts would answer one request.
+  const fail = (err: Error): void => {
+    if (dropped) return;
+    dropped = true;
+    failBeforeHeaders(exchange, err, hooks, stream.rstCode);
+  };
+  stream.on('error', fail);
   stream.on('close', () => {
     if (dropped || exchange.isFinished) return;
     // Closed without 'end': reset by the upstream (RST_STREAM) or the session went away.
-    failBeforeHeaders(exchange, new Error(`upstream stream closed (code ${stream.rstCode})`), hooks, stream.rstCode);
+    fail(new Error(`upstream stream closed (code ${stream.rstCode})`));
   });
 }
 

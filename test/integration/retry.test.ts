@@ -6,7 +6,8 @@
  */
 import t from 'tap';
 import type http from 'node:http';
-import { ALIAS, echoHandler, records, request, startHttpServer, startPlane, waitFor } from '../helpers/harness.js';
+import http2 from 'node:http2';
+import { ALIAS, echoHandler, records, request, startH2Server, startHttpServer, startPlane, waitFor } from '../helpers/harness.js';
 import type { Clock } from '../../src/deps.js';
 import { systemClock } from '../../src/deps.js';
 
@@ -100,6 +101,32 @@ t.test('reset before headers is retried with `reset`; after headers never', asyn
   );
   t.match(outcome, /client saw|answered 200 with 7 bytes/, 'the client sees the broken answer');
   t.equal(hits, 1, 'nothing is retried after response headers went out');
+});
+
+t.test('an HTTP/2 stream reset before headers is retried once, not once per event it reports', async (t) => {
+  // A reset stream reports 'error' and then 'close': each used to schedule a retry, so two attempts
+  // answered one request (the second write of headers threw and took the process down).
+  let streams = 0;
+  const up = await startH2Server(t, (stream) => {
+    streams++;
+    stream.on('error', () => undefined);
+    if (streams === 1) return stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+    stream.respond({ ':status': 200 });
+    stream.end('second');
+  });
+  const plane = await startPlane(t, records({
+    replicas: { 'aws-us-east-2': [`127.0.0.1:${up.port}`] },
+    ports: [{ number: 8080, protocol: 'http2' }],
+    workloadSpec: { requestRetryPolicy: { attempts: 3, retryOn: ['refused-stream', 'reset'] } },
+  }));
+  await plane.ready();
+  const res = await request(plane.port, CANONICAL, '/');
+  t.equal(res.status, 200);
+  t.equal(res.body, 'second');
+  // Let any second retry that was scheduled land before counting.
+  const late = await request(plane.port, CANONICAL, '/after');
+  t.equal(late.status, 200);
+  t.equal(streams, 3, 'one refused stream, one retry, then the next request: no extra attempt');
 });
 
 t.test('connect failures move to another replica', async (t) => {
