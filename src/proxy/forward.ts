@@ -244,28 +244,28 @@ export function forwardHttp2(
       return;
     }
     writeHead(exchange, status, out, hooks);
+    // The body is read only now: Node emits 'response' on the next tick, so DATA that came in the
+    // same read as the HEADERS would otherwise flow out first (an implicit head, then a second one).
+    stream.on('data', onData);
+    stream.on('end', onEnd);
   });
   stream.on('trailers', (trailers) => {
     if (dropped) return;
     res.addTrailers(downstreamResponseHeaders(trailers as Record<string, string>) as Record<string, string>);
   });
-  stream.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer): void => {
     if (dropped) return;
     exchange.bytesSent += chunk.length;
     if (!(res as Writable).write(chunk)) {
       stream.pause();
       res.once('drain', () => stream.resume());
     }
-  });
-  stream.on('end', () => {
+  };
+  const onEnd = (): void => {
     if (dropped || exchange.isFinished) return;
-    if (!res.headersSent) {
-      fail(new Error('upstream ended without headers'));
-      return;
-    }
     res.end();
     exchange.finish();
-  });
+  };
   // A stream that fails reports it twice ('error', then 'close'): the attempt ends at the first, or
   // a retry would be scheduled twice and two attempts would answer one request.
   const fail = (err: Error): void => {
