@@ -47,7 +47,7 @@ import { Tunnels, type RoutingPath } from './tunnels.js';
 import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
-import { DEFAULT_ORG, parseSpiffeUri, workloadUri } from '../mesh/index.js';
+import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
@@ -659,6 +659,7 @@ export class DataPlane implements ExchangeObserver {
   admitMesh(ex: Exchange, identity: MeshInbound): MeshAdmission | ErrorCode {
     const peer = verifiedPeerOf(ex.req);
     ex.sourcePrincipal = peer?.uri;
+    ex.sourceIdentity = peer?.identity;
     ex.location = identity.location;
     const target = resolveHost(this.table.hosts, ex.host, 'mesh', ex.listenerPort);
     if (!target || !isInternal(target) || target.workload.key !== identity.workload) return 'NO_ROUTE';
@@ -776,7 +777,7 @@ export class DataPlane implements ExchangeObserver {
     let reporter: string;
     if (ex.meshCaller === undefined) {
       reporter = 'destination';
-      const id = parseSpiffeUri(ex.sourcePrincipal ?? '');
+      const id = ex.sourceIdentity;
       source = { workload: id?.workload, gvc: id?.gvc };
     } else {
       reporter = 'source';

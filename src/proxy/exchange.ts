@@ -14,6 +14,7 @@ import { applyHeaderOps } from './headers.js';
 import type { ExchangeView, HeaderOp, LocalReply } from '../filter/index.js';
 import type { Tunnel } from './tunnel.js';
 import type { OutboundCaller } from './mesh-peer.js';
+import type { MeshPeer } from '../mesh/index.js';
 
 /** Where a response keeps its exchange, for the one listener all responses share. */
 const EXCHANGE = Symbol('svcproxy.exchange');
@@ -85,6 +86,8 @@ export class Exchange implements ExchangeView {
   meshCaller: OutboundCaller | undefined = undefined;
   /** The caller's mesh identity (its certificate's URI), on a sidecar's mTLS listener. */
   sourcePrincipal: string | undefined = undefined;
+  /** That identity read as a workload (its GVC and name), when it is one. */
+  sourceIdentity: MeshPeer | undefined = undefined;
   /** The identity the caller's sidecar required of the target, on a request it sent over mTLS. */
   destinationPrincipal: string | undefined = undefined;
   /** A request through an outbound listener to a destination outside the mesh: where it went. */
