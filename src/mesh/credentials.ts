@@ -40,9 +40,15 @@ export interface CredentialFiles {
   readonly ca: string;
 }
 
+/**
+ * The mesh's TLS 1.3 suites, AES-128-GCM first: the hop is between machines of one operator, and
+ * AES-128 costs less per record than the default AES-256 with the same hardware support.
+ */
+export const MESH_CIPHERSUITES = 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
+
 /** A TLS context presenting these credentials and trusting their bundle (for a server, add requestCert). */
 export function secureContextOf(c: MeshCredentials): SecureContext {
-  return createSecureContext({ cert: c.certPem, key: c.keyPem, ca: c.caPem });
+  return createSecureContext({ cert: c.certPem, key: c.keyPem, ca: c.caPem, ciphers: MESH_CIPHERSUITES });
 }
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;

@@ -5,4 +5,4 @@
  */
 export { DEFAULT_ORG, certificateHash, parseSpiffeUri, parseSubjectAltName, uriSanOf, workloadUri, xfccValue, type MeshPeer } from './identity.js';
 export { LocalCa, issuedCredentials, type CertificateIssuer } from './ca.js';
-export { checkCredentials, fileCredentials, secureContextOf, type CredentialFiles, type CredentialSource, type MeshCredentials } from './credentials.js';
+export { MESH_CIPHERSUITES, checkCredentials, fileCredentials, secureContextOf, type CredentialFiles, type CredentialSource, type MeshCredentials } from './credentials.js';

@@ -26,6 +26,7 @@ import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
 import { errorBody } from './errors.js';
 import { ERRORS, type ErrorCode } from '../filter/index.js';
 import { overHttp2 } from './sanitize.js';
+import { MESH_CIPHERSUITES } from '../mesh/index.js';
 import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -267,7 +268,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   if (opts.tls || opts.mtls) {
     const secure = tls.createServer({
       ...(opts.mtls
-        ? { ...opts.mtls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' as const }
+        ? { ...opts.mtls, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' as const, ciphers: MESH_CIPHERSUITES, honorCipherOrder: true }
         : { cert: opts.tls!.cert, key: opts.tls!.key }),
       ...(opts.tls?.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
       ALPNProtocols: ['h2', 'http/1.1'],
@@ -301,7 +302,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   return {
     address: { host: addr.address, port: addr.port },
     tls: Boolean(opts.tls || opts.mtls),
-    setCredentials: (c) => secureServer?.setSecureContext({ ...c, minVersion: 'TLSv1.3' }),
+    setCredentials: (c) => secureServer?.setSecureContext({ ...c, minVersion: 'TLSv1.3', ciphers: MESH_CIPHERSUITES, honorCipherOrder: true }),
     openConnections: () => sockets.size,
     // Resolves once the port no longer accepts; connections in flight are the caller's to wait for
     // (with its grace period) and then destroy(). Waiting here for them to close would let one
