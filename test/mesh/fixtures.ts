@@ -16,6 +16,11 @@ import pino, { type Logger } from 'pino';
 import type { Clock } from '../../src/deps.js';
 import { FakeClock as BaseFakeClock } from '../local/fixtures.js';
 import { uriSanOf } from '../../src/mesh/identity.js';
+import { startUp, type Up, type UpOptions } from '../../src/roles/up.js';
+import { echoScriptPath } from '../../src/local/index.js';
+import { defaultSettings } from '../../src/config/index.js';
+import { silentLogger } from '../../src/log.js';
+import { waitFor } from '../helpers/harness.js';
 import type { MeshCredentials } from '../../src/mesh/credentials.js';
 
 /** Fake time (test/local's) whose wall time starts at the real now: certificates are judged by openssl too. */
@@ -135,4 +140,80 @@ export function captureLogger(): { logger: Logger; entries: LogEntry[]; waitFor(
     });
   };
   return { logger, entries, waitFor };
+}
+
+// ---- `svcproxy up` with the mesh (test/mesh/up-*.test.ts) -------------------------------------
+
+export const NODE = process.execPath;
+
+/** A container running the demo's echo app on declared port `port`. */
+export function echoContainer(name = 'app', port = 8080): Record<string, unknown> {
+  return { name, command: NODE, args: [echoScriptPath()], ports: [{ number: port, protocol: 'http' }] };
+}
+
+/** A standard workload of one replica: echo containers unless given, `internal` its internal firewall. */
+export function meshWorkload(
+  gvc: string,
+  name: string,
+  opts: { containers?: readonly Record<string, unknown>[]; internal?: Record<string, unknown>; tags?: Record<string, unknown>; spec?: Record<string, unknown> } = {},
+): Record<string, unknown> {
+  return {
+    kind: 'workload', name, gvc, tags: opts.tags ?? {},
+    spec: {
+      type: 'standard',
+      containers: opts.containers ?? [echoContainer()],
+      defaultOptions: { autoscaling: { minScale: 1 }, timeoutSeconds: 5 },
+      firewallConfig: { internal: opts.internal ?? { inboundAllowType: 'same-org' } },
+      ...opts.spec,
+    },
+  };
+}
+
+export interface MeshUp {
+  readonly up: Up;
+  /** Where its local CA is kept. */
+  readonly caDir: string;
+  /** The outbound listener of `gvc/name`'s replica: the port its HTTP_PROXY names. */
+  proxyPort(workload: string): number;
+  /** The environment of `gvc/name`'s first process (for a client run as that workload's app). */
+  envOf(workload: string): NodeJS.ProcessEnv;
+}
+
+/**
+ * `svcproxy up` with the org `acme`, location `loc1`, GVCs `g1` and `g2` and the given workloads,
+ * its CA in a temporary folder and load shedding off (the busy-machine runs); resolves once every
+ * workload's replica is ready.
+ */
+export async function startMeshUp(
+  t: { teardown(fn: () => unknown): void },
+  workloads: readonly Record<string, unknown>[],
+  opts: Partial<Pick<UpOptions, 'meshCertTtlMs' | 'mesh' | 'logger' | 'deps'>> = {},
+): Promise<MeshUp> {
+  const caDir = await tempDir(t, 'svcproxy-ca-');
+  const up = await startUp({
+    settings: defaultSettings,
+    records: [
+      { kind: 'org', name: 'acme' },
+      { kind: 'location', name: 'loc1', provider: 'aws', region: 'r1' },
+      { kind: 'gvc', name: 'g1', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
+      { kind: 'gvc', name: 'g2', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
+      ...workloads,
+    ],
+    listen: ['127.0.0.1:0'],
+    admin: '127.0.0.1:0',
+    logger: silentLogger(),
+    watch: false,
+    caDir,
+    limits: { maxEventLoopDelayMs: 0 },
+    ...opts,
+  });
+  t.teardown(() => up.stop(5000));
+  const all = (): readonly { ready: boolean }[] => up.runtime.replicas.all();
+  await waitFor(() => all().length === workloads.length && all().every((r) => r.ready), 60_000, 'replicas ready');
+  const envOf = (workload: string): NodeJS.ProcessEnv => {
+    const p = up.supervisor.processes().find((x) => x.workload === workload);
+    if (!p) throw new Error(`no process of ${workload}`);
+    return { ...process.env, ...p.env };
+  };
+  return { up, caDir, envOf, proxyPort: (workload) => Number(new URL(envOf(workload).HTTP_PROXY!).port) };
 }

@@ -8,18 +8,11 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { echoScriptPath } from '../../src/local/index.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
-import { request, waitFor } from '../helpers/harness.js';
+import { request } from '../helpers/harness.js';
+import { NODE, meshWorkload, startMeshUp } from './fixtures.js';
 
 const run = promisify(execFile);
-const NODE = process.execPath;
 const GRPC = createRequire(import.meta.url).resolve('@grpc/grpc-js');
 const method = `{path:'/test.Echo/Echo',requestStream:false,responseStream:false,requestSerialize:b=>b,requestDeserialize:b=>b,responseSerialize:b=>b,responseDeserialize:b=>b}`;
 /** A gRPC server answering its call's metadata as JSON. */
@@ -34,46 +27,24 @@ c.echo(Buffer.from('hi'),(err,res)=>{console.log(err?'status '+err.code+' '+err.
 /** An HTTP/2 (prior knowledge) app whose answer's HEADERS and DATA leave in one write. */
 const H2_APP = "require('http2').createServer((q,s)=>{s.writeHead(200,{'content-type':'text/plain'});s.end('h2 '+q.url)}).listen(process.env.PORT,'127.0.0.1')";
 
-function workload(name: string, container: Record<string, unknown>, internal: Record<string, unknown> = { inboundAllowType: 'same-gvc' }): Record<string, unknown> {
-  return {
-    kind: 'workload', name, gvc: 'g1',
-    spec: { type: 'standard', containers: [container], defaultOptions: { autoscaling: { minScale: 1 }, timeoutSeconds: 5 }, firewallConfig: { internal } },
-  };
-}
-
-function envOf(up: Up, workload: string): NodeJS.ProcessEnv {
-  return { ...process.env, ...up.supervisor.processes().find((p) => p.workload === workload)!.env };
-}
-
 t.test('a gRPC call crosses the mesh over HTTP/2 and mTLS', async (t) => {
-  const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
-  const records = [
-    { kind: 'org', name: 'acme' },
-    { kind: 'location', name: 'loc1', provider: 'aws', region: 'r1' },
-    { kind: 'gvc', name: 'g1', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
-    workload('rpc', { name: 'server', command: NODE, args: ['-e', SERVER], ports: [{ number: 50051, protocol: 'grpc' }] }),
-    workload('locked', { name: 'server', command: NODE, args: ['-e', SERVER], ports: [{ number: 50051, protocol: 'grpc' }] }, { inboundAllowType: 'none' }),
-    workload('c', { name: 'app', command: NODE, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }),
-    workload('h2app', { name: 'app', command: NODE, args: ['-e', H2_APP], ports: [{ number: 8443, protocol: 'http2' }] }),
-  ];
-  const up = await startUp({
-    settings: defaultSettings, records, listen: ['127.0.0.1:0'], admin: '127.0.0.1:0',
-    logger: silentLogger(), watch: false, caDir, limits: { maxEventLoopDelayMs: 0 },
-  });
-  t.teardown(() => up.stop(5000));
-  await waitFor(() => up.runtime.replicas.all().length === 4 && up.runtime.replicas.all().every((r) => r.ready), 60_000, 'replicas ready');
+  const { envOf } = await startMeshUp(t, [
+    meshWorkload('g1', 'rpc', { containers: [{ name: 'server', command: NODE, args: ['-e', SERVER], ports: [{ number: 50051, protocol: 'grpc' }] }], internal: { inboundAllowType: 'same-gvc' } }),
+    meshWorkload('g1', 'locked', { containers: [{ name: 'server', command: NODE, args: ['-e', SERVER], ports: [{ number: 50051, protocol: 'grpc' }] }], internal: { inboundAllowType: 'none' } }),
+    meshWorkload('g1', 'c'),
+    meshWorkload('g1', 'h2app', { containers: [{ name: 'app', command: NODE, args: ['-e', H2_APP], ports: [{ number: 8443, protocol: 'http2' }] }], internal: { inboundAllowType: 'same-gvc' } }),
+  ]);
 
-  const ok = await run(NODE, ['-e', CLIENT('rpc.g1.internal.localhost:50051')], { env: envOf(up, 'g1/c') });
+  const ok = await run(NODE, ['-e', CLIENT('rpc.g1.internal.localhost:50051')], { env: envOf('g1/c') });
   const metadata = JSON.parse(ok.stdout) as Record<string, string>;
   t.match(metadata['x-forwarded-client-cert'], /^By=spiffe:\/\/acme\/gvc\/g1\/workload\/rpc;Hash=[0-9a-f]{64};URI=spiffe:\/\/acme\/gvc\/g1\/workload\/c$/, 'the server sees the verified caller');
 
-  const denied = await run(NODE, ['-e', CLIENT('locked.g1.internal.localhost:50051')], { env: envOf(up, 'g1/c') });
+  const denied = await run(NODE, ['-e', CLIENT('locked.g1.internal.localhost:50051')], { env: envOf('g1/c') });
   t.equal(denied.stdout.trim(), 'status 7 blocked by firewall', 'PERMISSION_DENIED with the firewall\'s message');
 
   // HTTP/1.1 callers of an http2 port: the HTTP/2 session over mTLS often delivers an answer's
   // HEADERS and DATA in one read, and Node emits the data before the 'response' event.
-  const proxy = Number(new URL(envOf(up, 'g1/c').HTTP_PROXY!).port);
+  const proxy = Number(new URL(envOf('g1/c').HTTP_PROXY!).port);
   const bad: string[] = [];
   await Promise.all(Array.from({ length: 20 }, async (_, i) => {
     for (let j = 0; j < 25; j++) {

@@ -9,84 +9,45 @@
 import t from 'tap';
 import { pino } from 'pino';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { X509Certificate, createHash } from 'node:crypto';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { echoScriptPath } from '../../src/local/index.js';
-import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
-import { request, waitFor } from '../helpers/harness.js';
+import { request } from '../helpers/harness.js';
+import { NODE, echoContainer, meshWorkload, startMeshUp } from './fixtures.js';
 
 const run = promisify(execFile);
-const NODE = process.execPath;
 const SIDE = "require('http').createServer((q,s)=>s.end('side '+q.headers.host)).listen(process.env.PORT,'127.0.0.1')";
 
-function workload(gvc: string, name: string, internal: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    kind: 'workload', name, gvc, tags: extra.tags ?? {},
-    spec: {
-      type: 'standard',
-      containers: extra.containers ?? [{ name: 'app', command: NODE, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }],
-      defaultOptions: { autoscaling: { minScale: 1 }, timeoutSeconds: 5 },
-      firewallConfig: { internal },
-    },
-  };
-}
-
-const RECORDS = [
-  { kind: 'org', name: 'acme' },
-  { kind: 'location', name: 'loc1', provider: 'aws', region: 'r1' },
-  { kind: 'gvc', name: 'g1', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
-  { kind: 'gvc', name: 'g2', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
-  workload('g1', 't-none', { inboundAllowType: 'none' }),
-  workload('g1', 't-gvc', { inboundAllowType: 'same-gvc' }),
-  workload('g1', 't-org', { inboundAllowType: 'same-org' }),
-  workload('g1', 't-list', { inboundAllowType: 'workload-list', inboundAllowWorkload: ['//gvc/g2/workload/c2'] }),
-  workload('g1', 'c1', {}, {
-    containers: [
-      { name: 'app', command: NODE, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] },
-      { name: 'side', command: NODE, args: ['-e', SIDE], ports: [{ number: 9000, protocol: 'http' }] },
-    ],
+const WORKLOADS = [
+  meshWorkload('g1', 't-none', { internal: { inboundAllowType: 'none' } }),
+  meshWorkload('g1', 't-gvc', { internal: { inboundAllowType: 'same-gvc' } }),
+  meshWorkload('g1', 't-org', { internal: { inboundAllowType: 'same-org' } }),
+  meshWorkload('g1', 't-list', { internal: { inboundAllowType: 'workload-list', inboundAllowWorkload: ['//gvc/g2/workload/c2'] } }),
+  meshWorkload('g1', 'c1', {
+    internal: {},
+    containers: [echoContainer(), { name: 'side', command: NODE, args: ['-e', SIDE], ports: [{ number: 9000, protocol: 'http' }] }],
   }),
-  workload('g2', 'c2', {}),
-  workload('g2', 'c3', {}),
+  meshWorkload('g2', 'c2', { internal: {} }),
+  meshWorkload('g2', 'c3', { internal: {} }),
 ];
 
-/** The outbound proxy port of a workload's replica, as its processes see it in HTTP_PROXY. */
-function proxyPort(up: Up, workload: string): number {
-  const p = up.supervisor.processes().find((x) => x.workload === workload);
-  if (!p) throw new Error(`no process of ${workload}`);
-  return Number(new URL(p.env.HTTP_PROXY!).port);
-}
-
 t.test('the mesh under up', async (t) => {
-  const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
   const logLines: string[] = [];
-  const up = await startUp({
-    settings: defaultSettings,
-    records: RECORDS,
-    listen: ['127.0.0.1:0'],
+  const { up, caDir, proxyPort, envOf } = await startMeshUp(t, WORKLOADS, {
     mesh: ['127.0.0.1:0'],
-    admin: '127.0.0.1:0',
     logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }),
     deps: { logger: silentLogger() },
-    watch: false,
-    caDir,
   });
-  t.teardown(() => up.stop(5000));
   const { runtime } = up;
-  await waitFor(() => runtime.replicas.all().length === 7 && runtime.replicas.all().every((r) => r.ready), 60_000, 'replicas ready');
   t.ok(runtime.replicas.all().every((r) => r.mesh !== undefined), 'every replica has its own mTLS listener');
 
   const outsidePort = runtime.meshListeners[0]!.address.port;
   const callers: Record<string, number> = {
-    c1: proxyPort(up, 'g1/c1'),
-    c2: proxyPort(up, 'g2/c2'),
-    c3: proxyPort(up, 'g2/c3'),
+    c1: proxyPort('g1/c1'),
+    c2: proxyPort('g2/c2'),
+    c3: proxyPort('g2/c3'),
     outside: outsidePort,
   };
   const expected: Record<string, Record<string, number>> = {
@@ -97,7 +58,7 @@ t.test('the mesh under up', async (t) => {
   };
   for (const [target, row] of Object.entries(expected)) {
     for (const [caller, status] of Object.entries(row)) {
-      const port = caller === 'self' ? proxyPort(up, `g1/${target}`) : callers[caller]!;
+      const port = caller === 'self' ? proxyPort(`g1/${target}`) : callers[caller]!;
       const res = await request(port, `${target}.g1.internal.localhost:8080`, '/who', { headers: { 'x-forwarded-client-cert': 'By=spiffe://acme/gvc/g1/workload/evil;URI=spiffe://acme/gvc/g1/workload/evil' } });
       t.equal(res.status, status, `${caller} -> ${target}`);
       if (status === 403) {
@@ -137,8 +98,7 @@ t.test('the mesh under up', async (t) => {
   });
 
   await t.test('real HTTP clients go through HTTP_PROXY unchanged', async (t) => {
-    const p = up.supervisor.processes().find((x) => x.workload === 'g1/c1' && x.container === 'app')!;
-    const env = { ...process.env, ...p.env };
+    const env = envOf('g1/c1');
     const curl = await run('curl', ['-s', '-w', '\\n%{http_code}', 'http://t-gvc.g1.internal.localhost:8080/by-curl'], { env });
     const [body, code] = curl.stdout.split('\n');
     t.equal(code, '200', 'curl');

@@ -8,29 +8,11 @@
 import t from 'tap';
 import net from 'node:net';
 import tls from 'node:tls';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startUp } from '../../src/roles/up.js';
-import { echoScriptPath } from '../../src/local/index.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
 import type { HostPort } from '../../src/routing/replicas.js';
 import { request, waitFor } from '../helpers/harness.js';
+import { NODE, meshWorkload, startMeshUp } from './fixtures.js';
 
-const NODE = process.execPath;
 const TCP_ECHO = "require('net').createServer((s)=>s.pipe(s)).listen(process.env.PORT,'127.0.0.1')";
-
-function workload(name: string, container: Record<string, unknown>): Record<string, unknown> {
-  return {
-    kind: 'workload', name, gvc: 'g1',
-    spec: {
-      type: 'standard', containers: [container],
-      defaultOptions: { autoscaling: { minScale: 1 }, timeoutSeconds: 5 },
-      firewallConfig: { internal: { inboundAllowType: 'same-org' } },
-    },
-  };
-}
 
 /** The serial of the certificate a new connection to an mTLS listener is shown. */
 function serialAt(address: HostPort): Promise<string> {
@@ -65,26 +47,14 @@ function tunnelOnce(proxy: number, authority: string, line: string): Promise<tru
 }
 
 t.test('renewal under steady load fails no request', async (t) => {
-  const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
-  const records = [
-    { kind: 'org', name: 'acme' },
-    { kind: 'location', name: 'loc1', provider: 'aws', region: 'r1' },
-    { kind: 'gvc', name: 'g1', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
-    workload('u', { name: 'app', command: NODE, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }),
-    workload('tw', { name: 'tcp', command: NODE, args: ['-e', TCP_ECHO], ports: [{ number: 7000, protocol: 'tcp' }] }),
-    workload('c', { name: 'app', command: NODE, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }),
-  ];
-  const up = await startUp({
-    settings: defaultSettings, records, listen: ['127.0.0.1:0'], admin: '127.0.0.1:0',
-    logger: silentLogger(), watch: false, caDir, meshCertTtlMs: 3000,
-    // The busy-machine run: load shedding would answer 503 overloaded, which is not what this tests.
-    limits: { maxEventLoopDelayMs: 0 },
-  });
-  t.teardown(() => up.stop(5000));
+  // (Load shedding is off in startMeshUp: it would answer 503 overloaded on a busy machine.)
+  const { up, proxyPort } = await startMeshUp(t, [
+    meshWorkload('g1', 'u'),
+    meshWorkload('g1', 'tw', { containers: [{ name: 'tcp', command: NODE, args: ['-e', TCP_ECHO], ports: [{ number: 7000, protocol: 'tcp' }] }] }),
+    meshWorkload('g1', 'c'),
+  ], { meshCertTtlMs: 3000 });
   const { runtime } = up;
-  await waitFor(() => runtime.replicas.all().length === 3 && runtime.replicas.all().every((r) => r.ready), 60_000, 'replicas ready');
-  const proxy = Number(new URL(up.supervisor.processes().find((p) => p.workload === 'g1/c')!.env.HTTP_PROXY!).port);
+  const proxy = proxyPort('g1/c');
   const target = runtime.replicas.all().find((r) => r.workload === 'g1/u')!.mesh!;
 
   let running = true;
