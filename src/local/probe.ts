@@ -35,7 +35,16 @@ export interface ProbeDeps extends Deps {
   };
   /** Environment of exec probes (the replica's own); undefined inherits the supervisor's. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * A process that has just started (`up`'s replicas): until its first ready, the replica is marked
+   * `starting` (requests wait for it: DESIGN §10) and checked every `STARTING_CHECK_MS`, not at its
+   * probe's period, so the first request is forwarded within ~100 ms of the app listening.
+   */
+  readonly starting?: boolean;
 }
+
+/** Checks of a starting replica: 50 ms apart, then 75, then every 100 ms until it is ready. */
+export const STARTING_CHECK_MS: readonly number[] = Object.freeze([50, 75, 100]);
 
 /**
  * The probe used when none is configured. Kubernetes' default period (10 s) would keep a freshly
@@ -397,6 +406,14 @@ export function startProbing(
     }
     if (next.ready !== state.ready || next.successes !== state.successes || next.failures !== state.failures) state = next;
     completeFirst();
+    if (starting) {
+      if (!next.ready) {
+        schedule(Math.min(periodMs, STARTING_CHECK_MS[Math.min(startingChecks++, STARTING_CHECK_MS.length - 1)]!));
+        return;
+      }
+      starting = false;
+      replica.starting = false;
+    }
     if (quiet && passed && next.ready && !quiet.routed()) {
       const due = Math.ceil((started + quietWait(periodMs, quiet.periodMs, wasQuiet, deps.random)) / QUIET_SLOT_MS) * QUIET_SLOT_MS;
       quiet.slots.schedule(quietCheck, due);
@@ -408,13 +425,18 @@ export function startProbing(
     schedule(Math.max(0, periodMs - (deps.clock.now() - started)));
   };
 
+  /** Until the first ready: checked quickly, and the replica is marked as starting (see ProbeDeps). */
+  let starting = deps.starting === true;
+  let startingChecks = 0;
   deps.registry.setReady(replica, false);
+  if (starting) replica.starting = true;
   if (quiet) deps.registry.awaitingFirstCheck?.(replica, bringForward);
   schedule(Math.max(0, p.initialDelaySeconds * 1000));
 
   return () => {
     if (stopped) return;
     stopped = true;
+    if (starting) replica.starting = false;
     completeFirst();
     cancelWake?.();
     cancelWake = undefined;

@@ -322,6 +322,8 @@ export class Supervisor {
     rc.stopProbe = startProbing(running.replica, rc.model.readinessProbe, rc.addressOf, {
       ...this.deps,
       env: rc.env,
+      // Requests wait for a replica that is starting, and it is checked quickly until ready.
+      starting: true,
       registry: {
         setReady: (_replica, ready) => {
           rc.ready = ready;

@@ -33,6 +33,11 @@ export interface Replica {
   readonly mesh?: HostPort;
   /** Set by readiness probes. */
   ready: boolean;
+  /**
+   * Its process has started and its first readiness check has not passed yet (`up`'s replicas):
+   * a request that finds no ready replica waits for it (DESIGN §10).
+   */
+  starting?: boolean;
   /** Requests in flight to this replica (least-outstanding choice). */
   outstanding: number;
   /** Outlier ejection: not chosen before this clock time (ms). */
@@ -131,6 +136,17 @@ export class ReplicaRegistry extends EventEmitter {
     const out: Replica[] = [];
     for (const list of this.sources.values()) out.push(...list);
     return out;
+  }
+
+  /** Whether a replica of the workload (in `location`, when given) is starting (see Replica.starting). */
+  hasStarting(workload: string, location?: string): boolean {
+    const byLocation = this.index.get(workload);
+    if (!byLocation) return false;
+    for (const [loc, list] of byLocation) {
+      if (location !== undefined && loc !== location) continue;
+      for (const r of list) if (r.starting === true) return true;
+    }
+    return false;
   }
 
   hasReady(workload: string, location: string): boolean {
