@@ -188,7 +188,8 @@ t.test('GVC locations from a location query', async (t) => {
   t.same(placed({ spec: { match: 'none', terms: [{ property: 'provider', value: 'gcp' }] } }), ['aws-us-west-2']);
   t.same(placed({ spec: { match: 'any', terms: [{ property: 'region', op: '=~', value: '^us-' }] } }), ['aws-us-west-2', 'gcp-us-east1']);
   t.same(placed({ spec: { terms: [{ property: 'name', op: 'exists' }], sort: { by: 'name', order: 'desc' } } }), ['gcp-us-east1', 'aws-us-west-2']);
-  t.same(placed({ spec: { terms: [{ rel: 'provider', value: 'nothing' }] } }), ['aws-us-west-2', 'gcp-us-east1'], 'a term it cannot judge selects every location');
+  t.same(placed({ spec: { terms: [{ property: 'region', op: '>', value: 'us-east1' }] } }), ['aws-us-west-2'], 'an ordering term is judged (it used to select every location)');
+  t.same(placed({ spec: { terms: [{ rel: 'org', value: 'nothing' }] } }), [], 'a rel term is judged: no location links to that org');
 });
 
 t.test('the snapshot is frozen; the caller\'s records are not', async (t) => {
