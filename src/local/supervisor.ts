@@ -246,6 +246,8 @@ export class Supervisor {
       ports: replicaPorts,
       ...(mesh ? { mesh: mesh.address } : {}),
       ready: false,
+      // Its processes are about to start: requests wait for it (DESIGN §10) until it is ready.
+      starting: true,
       outstanding: 0,
       ejectedUntil: 0,
     };
@@ -337,16 +339,20 @@ export class Supervisor {
     rc.stopProbe?.();
     rc.stopProbe = undefined;
     rc.ready = false;
+    // It is restarted (with backoff): requests may wait for it meanwhile, as for a first start.
+    if (!running.retired) running.replica.starting = true;
     this.updateReady(running);
   }
 
   private updateReady(running: RunningReplica): void {
     const ready = !running.retired && running.containers.every((c) => c.ready);
+    if (ready) running.replica.starting = false;
     this.registry.setReady(running.replica, ready);
   }
 
   private retire(running: RunningReplica, capMs: number): void {
     running.retired = true;
+    running.replica.starting = false;
     const graceMs = Math.min(running.plan.workload.terminationGracePeriodSeconds * 1000, capMs);
     for (const c of running.containers) {
       c.stopProbe?.();

@@ -29,6 +29,11 @@ export interface DataPlaneOptions {
    * own app; other workloads' sidecar filters run in their own sidecars or at an ingress).
    */
   readonly sidecarOf?: string;
+  /**
+   * Requests one workload may have waiting for a starting replica (DESIGN §10); past it, 503
+   * `overloaded`. Default `MAX_HELD_PER_WORKLOAD`.
+   */
+  readonly maxHeldPerWorkload?: number;
 }
 
 /** The identity of a standalone sidecar. */

@@ -52,6 +52,15 @@ import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
 
+/** Requests of one workload that may wait for a starting replica at once (DESIGN §10). */
+export const MAX_HELD_PER_WORKLOAD = 1000;
+
+/** A request waiting for a replica to turn ready. */
+interface HeldRequest {
+  readonly location: string | undefined;
+  wake(): void;
+}
+
 /** What every attempt of one request sends. */
 interface AttemptPlan {
   table: RouteTable;
@@ -106,6 +115,8 @@ export class DataPlane implements ExchangeObserver {
   private drainWaiters: (() => void)[] = [];
   /** WebSocket upgrades and CONNECT tunnels. */
   private readonly tunnels: Tunnels;
+  /** Requests waiting for a starting replica, per workload (see holdForStarting). */
+  private readonly held = new Map<string, Set<HeldRequest>>();
   /** Each mesh caller's mTLS upstreams. */
   private readonly meshUpstreams = new Map<MeshTlsClient, Upstreams>();
   /** Destinations outside the mesh, through outbound listeners. */
@@ -126,6 +137,7 @@ export class DataPlane implements ExchangeObserver {
       anyReplica: this.anyReplica,
       record: (ex) => this.record(ex),
     }, opts);
+    opts.replicas.on('ready', (replica: Replica) => this.wakeHeld(replica));
     this.egress = new Egress({ metrics: opts.metrics, logger: opts.deps.logger.child({ component: 'egress' }) });
     this.outlier = new OutlierDetector(opts.replicas, opts.deps.clock, opts.deps.logger.child({ component: 'outlier' }), {
       onEject: (replica) => opts.metrics.ejections.labels(replica.workload, replica.location).inc(),
@@ -395,6 +407,49 @@ export class DataPlane implements ExchangeObserver {
     return true;
   }
 
+  /**
+   * No replica is ready, but one is starting (`up` just started its process): the request waits for
+   * a replica of its workload (in its location, when fixed) to turn ready, then is routed again; the
+   * workload's timeout covers the wait (504 `upstream request timeout`). At most `maxHeld` requests
+   * of one workload wait; past that, 503 `overloaded`. False when there is nothing to wait for.
+   */
+  private holdForStarting(ex: Exchange, table: RouteTable, route: Route, tls: boolean): boolean {
+    const key = route.workload.key;
+    if (ex.isFinished || !this.opts.replicas.hasStarting(key, route.fixedLocation)) return false;
+    let waiting = this.held.get(key);
+    if (!waiting) this.held.set(key, (waiting = new Set()));
+    if (waiting.size >= (this.opts.maxHeldPerWorkload ?? MAX_HELD_PER_WORKLOAD)) {
+      ex.reply({ code: 'OVERLOADED' });
+      return true;
+    }
+    ex.startTimeout(route.workload.timeoutMs);
+    const set = waiting;
+    const release = (): void => {
+      set.delete(waiter);
+      if (set.size === 0 && this.held.get(key) === set) this.held.delete(key);
+      if (ex.abortUpstream === release) ex.abortUpstream = undefined;
+    };
+    const waiter: HeldRequest = {
+      location: route.fixedLocation,
+      wake: () => {
+        release();
+        this.toReplica(ex, table, route, tls, true);
+      },
+    };
+    set.add(waiter);
+    // The timeout or the client going away ends the wait.
+    ex.abortUpstream = release;
+    return true;
+  }
+
+  /** A replica turned ready: the requests waiting for its workload (and location) are routed. */
+  private wakeHeld(replica: Replica): void {
+    if (!replica.ready) return;
+    const waiting = this.held.get(replica.workload);
+    if (!waiting) return;
+    for (const waiter of [...waiting]) if (waiter.location === undefined || waiter.location === replica.location) waiter.wake();
+  }
+
   /** Suspend → location → replica → forward. */
   private toReplica(ex: Exchange, table: RouteTable, route: Route, tls: boolean, waited = false): void {
     if (ex.isFinished) return;
@@ -417,6 +472,7 @@ export class DataPlane implements ExchangeObserver {
       if (location === undefined) {
         const allSuspended = candidates.length > 0 && candidates.every((c) => workload.locationOptions.get(c.name)?.suspend);
         if (!allSuspended && !waited && this.awaitFirstChecks(ex, table, route, tls)) return;
+        if (!allSuspended && this.holdForStarting(ex, table, route, tls)) return;
         return ex.reply({ code: allSuspended ? 'SUSPENDED' : 'NO_HEALTHY_UPSTREAM' });
       }
     }
@@ -431,6 +487,7 @@ export class DataPlane implements ExchangeObserver {
     }
     if (!replica) {
       if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
+      if (this.holdForStarting(ex, table, route, tls)) return;
       return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
     }
     ex.replica = replica;

@@ -140,7 +140,9 @@ export class Exchange implements ExchangeView {
    * Start the request timeout. On expiry the upstream attempt is aborted and 504 answered, or the
    * downstream stream reset when the answer had already begun.
    */
+  /** Starts the request's timeout; a second call keeps the first deadline (it covers waiting for a replica). */
   startTimeout(ms: number): void {
+    if (this.timer !== undefined || this.timedOut) return;
     this.timer = this.clock.setTimeout(() => this.expire(), ms);
   }
 

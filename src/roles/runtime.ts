@@ -72,6 +72,8 @@ export interface RuntimeOptions {
   readonly limits?: ListenerLimits & { readonly maxEventLoopDelayMs?: number };
   /** A store opened by the caller (a `--workers` cluster worker follows its primary's); `configPaths` and `records` are then unused. */
   readonly store?: ConfigStore;
+  /** Requests one workload may have waiting for a starting replica (DataPlaneOptions.maxHeldPerWorkload). */
+  readonly maxHeldPerWorkload?: number;
   /** The `--workers` slot this process serves, for the per-worker metric (src/cluster). */
   readonly worker?: string;
 }
@@ -119,6 +121,8 @@ export class Runtime {
   meshCredentials: CredentialSource | undefined;
   /** Its mTLS client (calls through its mesh listeners). */
   meshTls: MeshTlsClient | undefined;
+  /** A role's own condition for the admin `/ready` (`up`: every wanted workload has a ready replica). */
+  readiness: (() => boolean) | undefined;
   prober: LatencyProber | undefined;
   /** Load shedding and the overload counters (src/proxy/overload.ts). */
   overload: OverloadGuard | undefined;
@@ -166,6 +170,7 @@ export class Runtime {
     const replicas = new ReplicaRegistry();
     const prober = new LatencyProber(replicas, deps.clock);
     const maxDelay = opts.limits?.maxEventLoopDelayMs;
+    const maxHeld = opts.maxHeldPerWorkload;
     const overload = new OverloadGuard({ registry: metrics.registry, ...(maxDelay !== undefined ? { maxEventLoopDelayMs: maxDelay } : {}) });
     const dataplane = new DataPlane(store.current, {
       replicas,
@@ -176,6 +181,7 @@ export class Runtime {
       // With a mesh listener a sidecar also applies a target's filters in-process, for replicas that
       // have no sidecar of their own: then every workload's chain is built.
       ...(onlyWorkload !== undefined ? { sidecarOf: onlyWorkload } : {}),
+      ...(maxHeld !== undefined ? { maxHeldPerWorkload: maxHeld } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {
@@ -357,7 +363,7 @@ export class Runtime {
     if (opts.admin) {
       const { host, port } = parseHostPort(opts.admin);
       this.admin = await startAdmin(host, port, this.metrics, {
-        ready: () => this.listening && !this.stopping,
+        ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
         config: () => this.configDump(),
       });
     }

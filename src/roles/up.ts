@@ -9,7 +9,8 @@
 import type { Logger } from 'pino';
 import type { Settings, Snapshot } from '../config/model.js';
 import { listEndpoints, type Endpoint } from '../routing/index.js';
-import { Supervisor, demoRecords, echoScriptPath } from '../local/index.js';
+import { Supervisor, demoRecords, echoScriptPath, planReplicas } from '../local/index.js';
+import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from '../address.js';
 import type { Flags } from '../flags.js';
@@ -82,6 +83,8 @@ export async function startUp(options: UpOptions): Promise<Up> {
     mesh,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
+  // `/ready` once every workload `up` keeps running has a ready replica in each of its locations.
+  runtime.readiness = () => wantedReplicasReady(runtime.store.current, runtime.replicas);
   try {
     await supervisor.apply(runtime.store.current);
   } catch (err) {
@@ -167,6 +170,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     if (first) lines.push('', `try:  curl ${endpointUrl(first, port, meshPort)}`);
   }
   process.stdout.write(lines.join('\n') + '\n');
+  announceReady(runtime, (line) => process.stdout.write(`${line}\n`));
   const signal = await waitForSignals(() => void runtime.store.reload());
   logger.info({ signal }, 'draining');
   await up.stop();
@@ -179,4 +183,26 @@ function meshCertTtl(text: string): number {
   const ms = parseDuration(text);
   if (ms === undefined || ms < 3000) throw new Error(`--mesh-cert-ttl must be a duration of at least 3s, not ${JSON.stringify(text)}`);
   return ms;
+}
+
+/** Every (workload, location) `up` runs with `minScale` of 1 or more has a ready replica. */
+export function wantedReplicasReady(snapshot: Snapshot, replicas: ReplicaRegistry): boolean {
+  for (const plan of planReplicas(snapshot)) {
+    const options = plan.workload.locationOptions.get(plan.location.name) ?? plan.workload.defaultOptions;
+    if (options.minScale >= 1 && !replicas.hasReady(plan.workload.key, plan.location.name)) return false;
+  }
+  return true;
+}
+
+/** Prints a line the first time each workload has a ready replica in a location (those already ready at once). */
+function announceReady(runtime: Runtime, print: (line: string) => void): void {
+  const seen = new Set<string>();
+  const announce = (r: Replica): void => {
+    const key = `${r.workload}\u0000${r.location}`;
+    if (!r.ready || seen.has(key)) return;
+    seen.add(key);
+    print(`ready        ${r.workload} in ${r.location}  (${r.name}, ${process.uptime().toFixed(2)} s after start)`);
+  };
+  for (const r of runtime.replicas.all()) announce(r);
+  runtime.replicas.on('ready', announce);
 }
