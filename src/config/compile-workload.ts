@@ -139,6 +139,14 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
   });
 }
 
+/**
+ * `svc/ignore: true` (the platform's scheduler ignores the workload): `up` starts no replica of it and
+ * no host name routes to it. Read from the compiled tags, so the vendor prefix follows the settings.
+ */
+export function isIgnored(workload: Pick<WorkloadModel, 'tags'>, vendor: string): boolean {
+  return workload.tags[`${vendor}/ignore`] === 'true';
+}
+
 /** The mesh tags of a workload (`tags` as strings, full names with the vendor prefix). */
 export function meshOptions(tags: Readonly<Record<string, string>>, vendor: string): MeshOptionsModel {
   const tag = (name: string): string | undefined => tags[`${vendor}/${name}`];

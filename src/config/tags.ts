@@ -107,6 +107,11 @@ export function checkVendorTags(tags: Readonly<Record<string, unknown>>, vendor:
     const problem = rule(value);
     if (problem) r.error(member(at, key), problem);
   }
+  // Said once per load or reload, where the configuration's warnings are logged (not per request).
+  const ignore = tags[`${prefix}ignore`];
+  if (isScalar(ignore) && parseBool(ignore) === true) {
+    r.warn(member(at, `${prefix}ignore`), 'true: the workload is ignored (svcproxy up starts none of its replicas; its host names answer 404)');
+  }
   for (const feature of ['externalAuth', 'rateLimit']) {
     const address = `${prefix}${feature}Address`;
     const others = Object.keys(tags).filter((k) => k.startsWith(`${prefix}${feature}`) && k !== address);

@@ -2,12 +2,14 @@
  * What `svcproxy up` should be running for a snapshot, as a pure function: for every workload and
  * every location of its GVC, `minScale` replicas named `W-N` (N from 0 per location) made of the
  * workload's containers that have a `command`. None where the workload is suspended (globally or
- * in that location) or `maxScale` is 0, and none for a workload without a runnable container.
+ * in that location) or `maxScale` is 0, and none for a workload without a runnable container or
+ * tagged `svc/ignore: true`.
  * Each plan carries a fingerprint of everything its processes are started from, so a reload
  * restarts exactly the replicas whose definition changed. It does not fail: a GVC or location the
  * snapshot lacks (which `compile()` would have rejected) yields no replicas, or empty values.
  */
 import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../config/model.js';
+import { isIgnored } from '../config/compile-workload.js';
 import { workloadGvc } from '../config/records.js';
 import { workloadVersion } from './env.js';
 
@@ -57,6 +59,7 @@ export function planReplicas(snapshot: Snapshot): ReplicaPlan[] {
     const gvc = snapshot.gvcs.get(workload.gvc);
     const containers = workload.containers.filter((c) => c.command !== undefined && c.command !== '');
     if (gvc === undefined || containers.length === 0 || workload.globallySuspended) continue;
+    if (isIgnored(workload, snapshot.settings.vendor)) continue;
     const version = versionOf(snapshot, workload);
     for (const locationName of gvc.locations) {
       const options = workload.locationOptions.get(locationName) ?? workload.defaultOptions;

@@ -22,6 +22,7 @@ import type {
   Snapshot,
   WorkloadModel,
 } from '../config/model.js';
+import { isIgnored } from '../config/compile-workload.js';
 
 export type Listener = 'external' | 'mesh';
 
@@ -255,7 +256,8 @@ export function buildHostIndex(snapshot: Snapshot): HostIndex {
 
   for (const workload of snapshot.workloads.values()) {
     const gvc = snapshot.gvcs.get(workload.gvc);
-    if (!gvc) continue;
+    // An ignored workload (`svc/ignore`) has no host names: it answers 404 like an unknown host.
+    if (!gvc || isIgnored(workload, settings.vendor)) continue;
     const name = workload.name;
     claim(fixed, canonicalHostFor(settings, org, gvc, name), { kind: 'canonical', workload });
     const { ports, defaultPort } = declaredPorts(workload);
@@ -276,7 +278,7 @@ export function buildHostIndex(snapshot: Snapshot): HostIndex {
     const workload = snapshot.workloads.get(`${gvc.name}/${gvc.aliasWorkload}`);
     // A globally suspended alias workload makes the alias route nowhere (per-location suspends
     // are ignored): the snapshot is immutable, so this is decided here once.
-    if (!workload || workload.globallySuspended) continue;
+    if (!workload || workload.globallySuspended || isIgnored(workload, settings.vendor)) continue;
     claim(fixed, gvcAliasHost(settings, gvc), { kind: 'alias', workload });
   }
 

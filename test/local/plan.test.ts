@@ -60,3 +60,12 @@ t.test('planReplicas: fingerprint and version', async (t) => {
   t.not(planReplicas(snapshot({ workloads: [changed] }))[0]!.fingerprint, p1!.fingerprint, 'env change does');
   t.not(planReplicas(snapshot({ workloads: [a], vendor: 'cpln' }))[0]!.fingerprint, p1!.fingerprint, 'vendor change does');
 });
+
+t.test('planReplicas: a workload tagged svc/ignore: true gets no replica (and false, or another vendor\'s tag, changes nothing)', async (t) => {
+  const cmd = [container({ command: '/bin/app' })];
+  const ignored = { ...workload({ name: 'ignored', containers: cmd }), tags: { 'svc/ignore': 'true' } };
+  const notIgnored = { ...workload({ name: 'kept', containers: cmd }), tags: { 'svc/ignore': 'false' } };
+  const otherVendor = { ...workload({ name: 'other', containers: cmd }), tags: { 'cpln/ignore': 'true' } };
+  const plans = planReplicas(snapshot({ workloads: [ignored, notIgnored, otherVendor] }));
+  t.same([...new Set(plans.map((p) => p.workload.name))], ['kept', 'other']);
+});
