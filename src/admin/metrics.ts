@@ -28,6 +28,8 @@ export class Metrics {
   readonly openConnections: Gauge;
   readonly configReloads: Counter<'result'>;
   readonly replicasReady: ScrapedMetric<'workload' | 'location'>;
+  /** 1 for a workload's current health in a location, 0 for the four other values (src/local/health.ts). */
+  readonly workloadHealth: ScrapedMetric<'workload' | 'gvc' | 'location' | 'health'>;
   readonly ejections: Counter<'workload' | 'location'>;
   readonly retries: Counter<'workload'>;
   /** Mesh requests by caller and target (Istio's `istio_requests_total` labels are the model). */
@@ -49,6 +51,8 @@ export class Metrics {
     defaultMetrics?: boolean;
     connections?: () => number;
     readyReplicas?: () => Iterable<readonly [workload: string, location: string, ready: number]>;
+    /** Samples of `svcproxy_workload_health`: label values (workload, gvc, location, health) and 1 or 0. */
+    workloadHealth?: () => Iterable<readonly [labels: readonly string[], value: number]>;
     /** A `--workers` worker's slot: adds `svcproxy_worker_requests_total{worker}`. */
     worker?: string;
   } = {}) {
@@ -90,6 +94,16 @@ export class Metrics {
         if (readyReplicas) for (const [workload, location, ready] of readyReplicas()) emit([workload, location], ready);
       },
       // Each worker probes on its own; across workers, the replicas every worker sees ready.
+      'min',
+    ));
+    const workloadHealth = opts.workloadHealth;
+    this.workloadHealth = this.scraped(new ScrapedMetric(
+      'svcproxy_workload_health', 'Health of each workload per location: 1 for the current value (Loading, Healthy, Unhealthy, Deleting, Unknown), 0 for the others',
+      'gauge', ['workload', 'gvc', 'location', 'health'],
+      (emit) => {
+        if (workloadHealth) for (const [labels, value] of workloadHealth()) emit(labels, value);
+      },
+      // Across `--workers`, a value holds only where every worker sees it.
       'min',
     ));
     this.ejections = new Counter({

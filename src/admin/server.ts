@@ -1,7 +1,8 @@
 /**
  * The admin listener: `/healthz` (the process is alive), `/ready` (configuration loaded and listeners
  * bound: 200, else 503), `/metrics` (Prometheus text), `/config` (the effective configuration with
- * secrets redacted, plus the last rejected reload's errors). It binds loopback by default and serves
+ * secrets redacted, plus the last rejected reload's errors), `/workloads` (each workload's health per
+ * location, when the role gives it). It binds loopback by default and serves
  * nothing else (404). A failing metrics collection answers 500 and never takes the process down.
  */
 import http from 'node:http';
@@ -11,6 +12,8 @@ export interface AdminState {
   ready(): boolean;
   /** The effective configuration, already redacted (a promise when it is gathered from workers). */
   config(): unknown;
+  /** `/workloads`: health, ready and total replicas, version per workload and location (DESIGN §10); absent: 404. */
+  workloads?(): unknown;
 }
 
 /** What `/metrics` serves: one process's `Metrics`, or the sum over `--workers` workers. */
@@ -101,6 +104,13 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
           (err: Error) => send(500, 'text/plain', `metrics failed: ${err.message}\n`),
         );
         return;
+      case '/workloads':
+        if (!state.workloads) break;
+        try {
+          return send(200, 'application/json', JSON.stringify(state.workloads(), null, 2) + '\n');
+        } catch (err) {
+          return send(500, 'text/plain', `workloads failed: ${(err as Error).message}\n`);
+        }
       case '/config':
         Promise.resolve()
           .then(() => state.config())
@@ -109,9 +119,9 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
             (err: Error) => send(500, 'text/plain', `config failed: ${err.message}\n`),
           );
         return;
-      default:
-        return send(404, 'application/json', JSON.stringify({ status: 404, message: 'no route', code: 'NO_ROUTE', details: {}, id: '' }));
     }
+    // Unknown paths, and `/workloads` of a role that has none.
+    send(404, 'application/json', JSON.stringify({ status: 404, message: 'no route', code: 'NO_ROUTE', details: {}, id: '' }));
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {

@@ -70,6 +70,21 @@ interface RunningReplica {
   readonly mesh?: ReplicaMesh;
   /** Set by `retire()`: resolves when every process of the replica has exited. */
   stopped?: Promise<void>;
+  /** When it was launched (clock ms), and whether it has been ready since: its health (src/local/health.ts). */
+  readonly startedAt: number;
+  wasReady: boolean;
+}
+
+/** A replica as its workload's health sees it (`replicaStates()`; src/local/workloads.ts). */
+export interface UpReplicaState {
+  readonly replica: Replica;
+  /** Removed, replaced or scaled down: its processes are being stopped. */
+  readonly stopping: boolean;
+  readonly wasReady: boolean;
+  /** Crash restarts of its processes since it was launched. */
+  readonly restarts: number;
+  readonly startedAtMs: number;
+  readonly workloadVersion: number;
 }
 
 /** What `processes()` reports, for the CLI's summary and for tests. */
@@ -166,6 +181,19 @@ export class Supervisor {
     return out;
   }
 
+  /** The replicas running and those still stopping, for `/workloads` and the health gauge. */
+  replicaStates(): UpReplicaState[] {
+    const state = (r: RunningReplica, stopping: boolean): UpReplicaState => ({
+      replica: r.replica,
+      stopping,
+      wasReady: r.wasReady,
+      restarts: r.containers.reduce((n, c) => n + c.process.restarts, 0),
+      startedAtMs: r.startedAt,
+      workloadVersion: r.plan.workloadVersion,
+    });
+    return [...[...this.running.values()].map((r) => state(r, false)), ...[...this.retiring].map((r) => state(r, true))];
+  }
+
   private async reconcile(snapshot: Snapshot): Promise<void> {
     if (this.closed) return;
     const plans = planReplicas(snapshot);
@@ -251,7 +279,7 @@ export class Supervisor {
       outstanding: 0,
       ejectedUntil: 0,
     };
-    const running: RunningReplica = { plan, replica, containers: [], retired: false, ...(mesh ? { mesh } : {}) };
+    const running: RunningReplica = { plan, replica, containers: [], retired: false, ...(mesh ? { mesh } : {}), startedAt: this.deps.clock.now(), wasReady: false };
     const namespace = workloadNamespace(workload.key);
     const token = localToken(this.tokenSecret, workload.key);
 
@@ -347,6 +375,7 @@ export class Supervisor {
   private updateReady(running: RunningReplica): void {
     const ready = !running.retired && running.containers.every((c) => c.ready);
     if (ready) running.replica.starting = false;
+    if (ready) running.wasReady = true;
     this.registry.setReady(running.replica, ready);
   }
 

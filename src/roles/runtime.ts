@@ -22,6 +22,8 @@ import { defaultFactories } from '../proxy/policy.js';
 import type { RequestTelemetry } from '../proxy/telemetry.js';
 import { createTelemetry } from '../tracing/index.js';
 import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
+import { healthSamples, workloadStatuses, type WorkloadStatus } from '../local/workloads.js';
+import type { UpReplicaState } from '../local/supervisor.js';
 import { LatencyProber } from '../routing/latency.js';
 import { parseHostPort } from '../address.js';
 import { fileCredentials, uriSanOf, workloadUri, type CredentialSource, type MeshCredentials } from '../mesh/index.js';
@@ -163,6 +165,7 @@ export class Runtime {
       defaultMetrics: true,
       connections: () => runtime?.openConnections() ?? 0,
       readyReplicas: () => runtime?.readyCounts() ?? [],
+      workloadHealth: () => (runtime ? healthSamples(runtime.workloads()) : []),
       ...(opts.worker !== undefined ? { worker: opts.worker } : {}),
     });
     const own = opts.location;
@@ -365,6 +368,7 @@ export class Runtime {
       this.admin = await startAdmin(host, port, this.metrics, {
         ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
         config: () => this.configDump(),
+        workloads: () => this.workloads(),
       });
     }
     this.listening = true;
@@ -417,6 +421,14 @@ export class Runtime {
       return dataplane.meshHandlers({ port: listener.address.port }, caller);
     }
     return dataplane.ingressHandlers({ port: listener.address.port, tls: listener.tls });
+  }
+
+  /** `up`: its supervisor's replicas (start times, restarts, stopping), for `workloads()`. */
+  upReplicas: (() => readonly UpReplicaState[]) | undefined;
+
+  /** The admin `/workloads` rows and the health gauge's source (src/local/workloads.ts). */
+  workloads(): WorkloadStatus[] {
+    return workloadStatuses(this.store.current, this.replicas, this.upReplicas?.(), this.deps.clock.now());
   }
 
   /** Ready replicas per workload and location (every known pair, 0 included). */

@@ -22,6 +22,8 @@ import { parseDuration } from '../config/values.js';
 import { systemClock } from '../deps.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
 import { DEFAULT_CA_DIR, DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
+import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
+import { isIgnored } from '../config/compile-workload.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
@@ -32,6 +34,8 @@ export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   readonly caDir?: string;
   /** Validity of the replicas' mesh certificates (default 24 h; renewed at two thirds). */
   readonly meshCertTtlMs?: number;
+  /** Called at each change of a workload's health in a location (also logged at info); the CLI prints it. */
+  readonly onHealthChange?: (change: HealthChange) => void;
 }
 
 export interface Up {
@@ -97,6 +101,13 @@ export async function startUp(options: UpOptions): Promise<Up> {
   runtime.store.on('change', (snapshot: Snapshot) => {
     supervisor.apply(snapshot).catch((err: Error) => options.logger.error({ err }, 'applying the new configuration to the processes failed'));
   });
+  // Health per workload and location (src/local/workloads.ts): `/workloads`, the gauge, and a line per change.
+  runtime.upReplicas = () => supervisor.replicaStates();
+  const health = new HealthWatch(() => runtime.workloads(), runtime.replicas, runtime.deps.clock, (change) => {
+    const s = change.status;
+    logger.info({ workload: s.workload, gvc: s.gvc, location: s.location, health: s.health, from: change.from ?? null, ready: s.ready, replicas: s.replicas }, 'workload health');
+    options.onHealthChange?.(change);
+  });
   // Processes run in their own process groups (so Ctrl-C reaches only us and we stop them in order);
   // if this process dies without stopping them, take them down with it.
   const killOnExit = (): void => supervisor.killNow();
@@ -107,6 +118,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
     supervisor,
     stop: (grace = graceMs(runtime.store.current)) =>
       (stopped ??= (async () => {
+        health.stop();
         // Stop accepting and drain first, then stop the processes the drained requests were using.
         await runtime.stop(grace);
         await supervisor.stop(grace);
@@ -140,6 +152,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     ...(flags['mesh-cert-ttl'] ? { meshCertTtlMs: meshCertTtl(flags['mesh-cert-ttl']) } : {}),
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
+    onHealthChange: (change) => process.stdout.write(`${healthLine(change)}\n`),
   };
   const up = await startUp(options);
   const { runtime } = up;
@@ -153,10 +166,12 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     lines.push(`  mesh         http://${formatHostPort(l.address)}  (internal names from this shell, as spiffe://${runtime.dataplane.org}/ingress: admitted by inboundAllowType same-org)`);
   }
   lines.push(`  mesh CA      ${options.caDir ?? DEFAULT_CA_DIR}  (each replica: its own certificate, mTLS listener and HTTP_PROXY)`);
-  if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config)`);
+  if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
   for (const e of listEndpoints(snapshot, runtime.replicas)) {
+    const workload = snapshot.workloads.get(`${e.gvc}/${e.workload}`);
+    if (workload && isIgnored(workload, snapshot.settings.vendor)) continue; // neither started nor routed: warned at load
     const key = `${e.gvc}/${e.workload}`;
     if (!byWorkload.has(key)) byWorkload.set(key, []);
     byWorkload.get(key)!.push(e);

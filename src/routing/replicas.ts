@@ -168,6 +168,11 @@ export class ReplicaRegistry extends EventEmitter {
     }
   }
 
+  /** The replica's probe has not completed its first check yet (a `deployment` replica's health is then unknown). */
+  awaitsFirstCheck(replica: Replica): boolean {
+    return this.unchecked.get(replica.workload)?.has(replica) ?? false;
+  }
+
   /**
    * Runs now the first checks of the workload's replicas that have not completed one (a router that
    * just started); one promise per replica, each resolving when its check is done. Empty when every

@@ -1,0 +1,234 @@
+/**
+ * The admin `/workloads` rows and the `svcproxy_workload_health` gauge (DESIGN §10): for every
+ * workload of the snapshot (but ignored ones) and every location of its GVC, plus the removed ones
+ * whose replicas are still stopping, its health (src/local/health.ts), ready and total replicas, and
+ * version. Replicas come from the registry (`deployment` ones too); `up` adds what its supervisor
+ * knows of the replicas it runs (start time, restarts, stopping). Under `up` the version is
+ * `<VENDOR>_WORKLOAD_VERSION` of the newest running replica (the configured one when none runs);
+ * other roles report the record's `version` member, or null. `HealthWatch` turns changes into
+ * callbacks for `up`'s printed lines: it re-evaluates on every readiness or replica-list change and
+ * once a second (the loading deadline and crash restarts pass without an event). Nothing here throws.
+ */
+import type { Snapshot, WorkloadModel } from '../config/model.js';
+import { isIgnored } from '../config/compile-workload.js';
+import type { Clock, Timer } from '../deps.js';
+import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
+import { workloadVersion } from './env.js';
+import { HEALTH_VALUES, loadingDeadlineMs, workloadHealth, type Health, type ReplicaFacts } from './health.js';
+import { findWorkloadRecord, planReplicas } from './plan.js';
+import type { UpReplicaState } from './supervisor.js';
+
+export interface WorkloadStatus {
+  readonly workload: string;
+  readonly gvc: string;
+  readonly location: string;
+  readonly health: Health;
+  /** Ready replicas (not stopping). */
+  readonly ready: number;
+  /** Replicas there (not stopping). */
+  readonly replicas: number;
+  readonly version: number | null;
+}
+
+/** The record's own `version` member (the platform's bookkeeping), when it is a number. */
+function recordVersion(snapshot: Snapshot, workload: WorkloadModel): number | null {
+  const record = findWorkloadRecord(snapshot.records, workload) as { version?: unknown } | undefined;
+  return typeof record?.version === 'number' ? record.version : null;
+}
+
+interface Planned {
+  /** Replicas `up` runs per workload and location (`pairKey`). */
+  readonly counts: ReadonlyMap<string, number>;
+  /** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */
+  version(workload: WorkloadModel): number;
+}
+
+/** Per snapshot, made once: the rows are read every second and at every scrape. */
+const plannedBySnapshot = new WeakMap<Snapshot, Planned>();
+
+function plannedOf(snapshot: Snapshot): Planned {
+  let planned = plannedBySnapshot.get(snapshot);
+  if (planned) return planned;
+  const counts = new Map<string, number>();
+  const versions = new Map<string, number>();
+  for (const p of planReplicas(snapshot)) {
+    const key = pairKey(p.workload.key, p.location.name);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    versions.set(p.workload.key, p.workloadVersion);
+  }
+  planned = {
+    counts,
+    version: (workload) => {
+      let v = versions.get(workload.key);
+      if (v === undefined) {
+        const record = findWorkloadRecord(snapshot.records, workload);
+        v = workloadVersion(record ?? { key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
+        versions.set(workload.key, v);
+      }
+      return v;
+    },
+  };
+  plannedBySnapshot.set(snapshot, planned);
+  return planned;
+}
+
+function pairKey(workload: string, location: string): string {
+  return `${workload}\u0000${location}`;
+}
+
+/**
+ * Every row, in snapshot order then removed workloads. `up`: the supervisor's replica states
+ * (undefined for other roles, whose workloads nothing starts).
+ */
+export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, up: readonly UpReplicaState[] | undefined, nowMs: number): WorkloadStatus[] {
+  const upOf = new Map<Replica, UpReplicaState>();
+  const stoppingAt = new Map<string, UpReplicaState[]>();
+  for (const s of up ?? []) {
+    upOf.set(s.replica, s);
+    if (!s.stopping) continue;
+    const key = pairKey(s.replica.workload, s.replica.location);
+    stoppingAt.set(key, [...(stoppingAt.get(key) ?? []), s]);
+  }
+  const wanted = up === undefined ? undefined : plannedOf(snapshot);
+  const vendor = snapshot.settings.vendor;
+  const rows: WorkloadStatus[] = [];
+  const seen = new Set<string>();
+
+  const row = (key: string, location: string, workload: WorkloadModel | undefined): void => {
+    const pair = pairKey(key, location);
+    seen.add(pair);
+    const facts: ReplicaFacts[] = [];
+    let ready = 0;
+    let newest: UpReplicaState | undefined;
+    for (const r of registry.list(key, location)) {
+      const s = upOf.get(r);
+      if (s?.stopping) continue; // counted below, once
+      if (r.ready) ready++;
+      if (s) {
+        if (newest === undefined || s.startedAtMs >= newest.startedAtMs) newest = s;
+        facts.push({ ready: r.ready, stopping: false, wasReady: s.wasReady, restarts: s.restarts, startedAtMs: s.startedAtMs, checked: true });
+      } else {
+        facts.push({ ready: r.ready, stopping: false, wasReady: r.ready, restarts: 0, checked: r.ready || !registry.awaitsFirstCheck(r) });
+      }
+    }
+    const live = facts.length;
+    for (const s of stoppingAt.get(pair) ?? []) {
+      facts.push({ ready: false, stopping: true, wasReady: s.wasReady, restarts: s.restarts, startedAtMs: s.startedAtMs, checked: true });
+    }
+    const options = workload?.locationOptions.get(location) ?? workload?.defaultOptions;
+    const runnable = workload !== undefined && workload.containers.some((c) => c.command !== undefined && c.command !== '');
+    const health = workloadHealth({
+      configured: workload !== undefined,
+      suspended: workload !== undefined && (workload.globallySuspended || options?.suspend === true),
+      wanted: wanted !== undefined && runnable ? wanted.counts.get(pair) ?? 0 : undefined,
+      replicas: facts,
+      nowMs,
+      loadingDeadlineMs: loadingDeadlineMs(workload?.containers[0]?.readinessProbe),
+    });
+    let version: number | null = newest?.workloadVersion ?? null;
+    if (version === null && workload !== undefined) version = wanted !== undefined && runnable ? wanted.version(workload) : recordVersion(snapshot, workload);
+    const [gvc, name] = splitKey(key);
+    rows.push({ workload: name, gvc, location, health, ready, replicas: live, version });
+  };
+
+  for (const workload of snapshot.workloads.values()) {
+    if (isIgnored(workload, vendor)) continue;
+    const gvc = snapshot.gvcs.get(workload.gvc);
+    for (const location of gvc?.locations ?? []) row(workload.key, location, workload);
+  }
+  // Removed workloads (or locations) whose replicas are still stopping: `Deleting` until they are gone.
+  for (const s of up ?? []) {
+    const pair = pairKey(s.replica.workload, s.replica.location);
+    if (!seen.has(pair)) row(s.replica.workload, s.replica.location, undefined);
+  }
+  return rows;
+}
+
+function splitKey(key: string): [gvc: string, name: string] {
+  const slash = key.indexOf('/');
+  return slash < 0 ? ['', key] : [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+/** The gauge's samples: every row with each of the five values, 1 for its health and 0 for the others (as kube-state-metrics does). */
+export function* healthSamples(rows: Iterable<WorkloadStatus>): Generator<[labels: [string, string, string, string], value: number]> {
+  for (const r of rows) for (const h of HEALTH_VALUES) yield [[r.workload, r.gvc, r.location, h], h === r.health ? 1 : 0];
+}
+
+export interface HealthChange {
+  readonly status: WorkloadStatus;
+  /** Undefined: the row is new (a workload or location added by a reload). */
+  readonly from: Health | undefined;
+}
+
+/** Re-evaluates the rows when replicas change and every `intervalMs`, and reports each changed health. */
+export class HealthWatch {
+  private readonly last = new Map<string, Health>();
+  private timer: Timer | undefined;
+  private stopped = false;
+  private queued = false;
+  /**
+   * Coalesced to the end of the current job: the supervisor takes a replica out of rotation (an event)
+   * before it lists it as stopping, and a reload changes many replicas at once.
+   */
+  private readonly onEvent = (): void => {
+    if (this.queued) return;
+    this.queued = true;
+    queueMicrotask(() => {
+      this.queued = false;
+      this.check();
+    });
+  };
+
+  constructor(
+    private readonly rows: () => readonly WorkloadStatus[],
+    private readonly registry: ReplicaRegistry,
+    private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+    private readonly onChange: (change: HealthChange) => void,
+    private readonly intervalMs = 1000,
+  ) {
+    // The current values are the baseline: only later changes are reported.
+    for (const r of rows()) this.last.set(rowKey(r), r.health);
+    registry.on('ready', this.onEvent);
+    registry.on('change', this.onEvent);
+    this.schedule();
+  }
+
+  check(): void {
+    if (this.stopped) return;
+    const now = new Set<string>();
+    for (const status of this.rows()) {
+      const key = rowKey(status);
+      now.add(key);
+      const from = this.last.get(key);
+      if (from === status.health) continue;
+      this.last.set(key, status.health);
+      this.onChange({ status, from });
+    }
+    for (const key of this.last.keys()) if (!now.has(key)) this.last.delete(key);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.clock.clearTimeout(this.timer);
+    this.registry.off('ready', this.onEvent);
+    this.registry.off('change', this.onEvent);
+  }
+
+  private schedule(): void {
+    this.timer = this.clock.setTimeout(() => {
+      this.check();
+      if (!this.stopped) this.schedule();
+    }, this.intervalMs);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+}
+
+function rowKey(r: WorkloadStatus): string {
+  return `${r.gvc}/${r.workload}\u0000${r.location}`;
+}
+
+/** `up`'s line for a change: `health       demo/echo in aws-us-east-2: Loading -> Healthy (1/1 ready)`. */
+export function healthLine(change: HealthChange): string {
+  const s = change.status;
+  return `health       ${s.gvc}/${s.workload} in ${s.location}: ${change.from ?? 'new'} -> ${s.health} (${s.ready}/${s.replicas} ready)`;
+}
