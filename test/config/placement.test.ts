@@ -1,0 +1,419 @@
+import t from 'tap';
+import { asInstant, asNumber, compareValues } from '../../src/config/location-query.js';
+import { queryLocations } from '../../src/config/placement.js';
+import type { RawRecord } from '../../src/config/records.js';
+import { prng, testSeed } from '../helpers/seed.js';
+
+/** Four locations: values of every type, a date-time written in two zones, a list, relations, a bare one. */
+const LOCATIONS: readonly RawRecord[] = [
+  {
+    kind: 'location', name: 'aws-us-west-2', provider: 'aws', region: 'us-west-2', created: '2024-01-15T10:00:00Z',
+    tags: { tier: 1, gpu: true, since: '2024-03-01T00:00:00Z', team: 'Edge' },
+    status: { latencyMs: 20, ipRanges: ['10.0.0.0/8', '172.16.0.0/12'] },
+    links: [{ rel: 'org', href: '/org/acme' }, { rel: 'self', href: '/org/acme/location/aws-us-west-2' }],
+  },
+  {
+    kind: 'location', name: 'gcp-us-east1', provider: 'gcp', region: 'us-east1', created: '2023-12-31',
+    tags: { tier: '2', since: '2024-03-01T02:00:00+02:00' }, status: { latencyMs: 9 }, links: [{ rel: 'org', href: '/org/acme' }],
+  },
+  {
+    kind: 'location', name: 'azure-eastus', provider: 'azure', region: 'eastus', created: '2024-01-15T11:00:00+02:00',
+    tags: { tier: 10 }, status: { latencyMs: '100' }, links: [{ rel: 'org', href: '/org/other' }],
+  },
+  { kind: 'location', name: 'byok-lab', provider: 'byok', tags: {}, status: {} },
+];
+const BY_NAME = new Map(LOCATIONS.map((l) => [l.name as string, l]));
+const [AWS, GCP, AZURE, BYOK] = ['aws-us-west-2', 'gcp-us-east1', 'azure-eastus', 'byok-lab'];
+const ALL = [AWS, GCP, AZURE, BYOK];
+
+const select = (terms: unknown[], more: Record<string, unknown> = {}) => queryLocations({ kind: 'location', spec: { terms, ...more } }, BY_NAME);
+
+type Case = [term: Record<string, unknown>, expected: string[]];
+const OPS: Readonly<Record<string, Case[]>> = {
+  '=': [
+    [{ property: 'provider', value: 'aws' }, [AWS]],
+    [{ property: 'provider', op: '=', value: 'gcp' }, [GCP]],
+    [{ property: 'status.latencyMs', op: '=', value: '20' }, [AWS]],
+    [{ property: 'status.latencyMs', op: '=', value: 100 }, [AZURE]],
+    [{ property: 'status.latencyMs', op: '=', value: '9.0' }, [GCP]],
+    [{ tag: 'tier', op: '=', value: 1 }, [AWS]],
+    [{ tag: 'tier', op: '=', value: '2' }, [GCP]],
+    [{ tag: 'gpu', op: '=', value: true }, [AWS]],
+    [{ tag: 'gpu', op: '=', value: 'true' }, [AWS]],
+    [{ tag: 'since', op: '=', value: '2024-03-01T00:00:00Z' }, [AWS, GCP]],
+    [{ tag: 'since', op: '=', value: '2024-03-01' }, [AWS, GCP]],
+    [{ rel: 'org', op: '=', value: 'acme' }, [AWS, GCP]],
+    [{ rel: 'self', op: '=', value: AWS }, [AWS]],
+    [{ property: 'status.ipRanges', op: '=', value: '172.16.0.0/12' }, [AWS]],
+    [{ property: 'region', op: '=', value: 'US-EAST1' }, []],
+    [{ property: 'nothing.here', op: '=', value: 'x' }, []],
+  ],
+  '!=': [
+    [{ property: 'provider', op: '!=', value: 'aws' }, [GCP, AZURE, BYOK]],
+    [{ property: 'region', op: '!=', value: 'us-east1' }, [AWS, AZURE, BYOK]],
+    [{ property: 'status.latencyMs', op: '!=', value: '100' }, [AWS, GCP, BYOK]],
+    [{ tag: 'tier', op: '!=', value: '1' }, [GCP, AZURE, BYOK]],
+    [{ rel: 'org', op: '!=', value: 'acme' }, [AZURE, BYOK]],
+    [{ property: 'status.ipRanges', op: '!=', value: '10.0.0.0/8' }, [GCP, AZURE, BYOK]],
+  ],
+  '>': [
+    [{ property: 'region', op: '>', value: 'us-east1' }, [AWS]],
+    [{ tag: 'tier', op: '>', value: 1 }, [GCP, AZURE]],
+    [{ tag: 'tier', op: '>', value: '9' }, [AZURE]],
+    [{ property: 'status.latencyMs', op: '>', value: 9 }, [AWS, AZURE]],
+    [{ property: 'created', op: '>', value: '2024-01-15T09:30:00Z' }, [AWS]],
+    [{ tag: 'since', op: '>', value: '2024-02-29T23:59:59.999Z' }, [AWS, GCP]],
+    [{ rel: 'org', op: '>', value: 'acme' }, [AZURE]],
+    [{ property: 'provider', op: '>', value: 'B' }, [AWS, GCP, AZURE, BYOK]],
+    [{ property: 'provider', op: '>', value: 'b' }, [GCP, BYOK]],
+  ],
+  '>=': [
+    [{ tag: 'tier', op: '>=', value: 2 }, [GCP, AZURE]],
+    [{ property: 'created', op: '>=', value: '2024-01-15T09:00:00Z' }, [AWS, AZURE]],
+    [{ property: 'region', op: '>=', value: 'us-east1' }, [AWS, GCP]],
+    [{ rel: 'org', op: '>=', value: 'acme' }, [AWS, GCP, AZURE]],
+  ],
+  '<': [
+    [{ property: 'status.latencyMs', op: '<', value: 20 }, [GCP]],
+    [{ property: 'created', op: '<', value: '2024-01-01' }, [GCP]],
+    [{ property: 'region', op: '<', value: 'us' }, [AZURE]],
+    [{ tag: 'tier', op: '<', value: '10' }, [AWS, GCP]],
+    [{ rel: 'org', op: '<', value: 'b' }, [AWS, GCP]],
+  ],
+  '<=': [
+    [{ property: 'status.latencyMs', op: '<=', value: '20' }, [AWS, GCP]],
+    [{ tag: 'since', op: '<=', value: '2024-03-01' }, [AWS, GCP]],
+    [{ tag: 'since', op: '<=', value: '2024-02-29T23:00:00-01:00' }, [AWS, GCP]],
+    [{ tag: 'since', op: '<=', value: '2024-02-29T23:00:00Z' }, []],
+    [{ property: 'provider', op: '<=', value: 'azure' }, [AWS, AZURE]],
+  ],
+  '~': [
+    [{ property: 'region', op: '~', value: 'us-*' }, [AWS, GCP]],
+    [{ property: 'name', op: '~', value: '*-US-EAST?' }, [GCP]],
+    [{ property: 'provider', op: '~', value: 'a?s' }, [AWS]],
+    [{ property: 'region', op: '~', value: 'us' }, []],
+    [{ property: 'region', op: '~', value: '*' }, [AWS, GCP, AZURE]],
+    [{ property: 'region', op: '~', value: 'us-(west)-2' }, []],
+    [{ tag: 'team', op: '~', value: 'edge' }, [AWS]],
+    [{ rel: 'self', op: '~', value: 'aws-*' }, [AWS]],
+    [{ property: 'status.ipRanges', op: '~', value: '172.*' }, [AWS]],
+  ],
+  '=~': [
+    [{ property: 'region', op: '=~', value: 'east' }, [GCP, AZURE]],
+    [{ property: 'region', op: '=~', value: '^us-' }, [AWS, GCP]],
+    [{ property: 'name', op: '=~', value: '(' }, []],
+    [{ tag: 'team', op: '=~', value: '^E' }, [AWS]],
+    [{ tag: 'tier', op: '=~', value: '^1' }, [AWS, AZURE]],
+    [{ rel: 'org', op: '=~', value: '^ot' }, [AZURE]],
+  ],
+  contains: [
+    [{ property: 'region', op: 'contains', value: 'east' }, [GCP, AZURE]],
+    [{ property: 'status.ipRanges', op: 'contains', value: '172.16' }, [AWS]],
+    [{ tag: 'since', op: 'contains', value: '+02:00' }, [GCP]],
+    [{ property: 'name', op: 'contains', value: 'AWS' }, []],
+    [{ rel: 'self', op: 'contains', value: 'west' }, [AWS]],
+  ],
+  exists: [
+    [{ property: 'region', op: 'exists' }, [AWS, GCP, AZURE]],
+    [{ property: 'status.ipRanges', op: 'exists' }, [AWS]],
+    [{ property: 'status', op: 'exists' }, ALL],
+    [{ tag: 'gpu', op: 'exists' }, [AWS]],
+    [{ rel: 'org', op: 'exists' }, [AWS, GCP, AZURE]],
+    [{ rel: 'self', op: 'exists' }, [AWS]],
+  ],
+  '!exists': [
+    [{ property: 'region', op: '!exists' }, [BYOK]],
+    [{ tag: 'tier', op: '!exists' }, [BYOK]],
+    [{ rel: 'org', op: '!exists' }, [BYOK]],
+    [{ rel: 'self', op: '!exists' }, [GCP, AZURE, BYOK]],
+  ],
+  'malformed (validation reports these; they select nothing, never everything)': [
+    [{ property: 'provider', tag: 'tier', value: 'aws' }, []],
+    [{ value: 'aws' }, []],
+    [{ property: 'provider', op: 'like', value: 'aws' }, []],
+    [{ property: 'provider', op: '>' }, []],
+    [{ property: 'provider', op: '=', value: { a: 1 } }, []],
+    [{ property: 'provider', op: '!=' }, ALL],
+  ],
+};
+
+for (const [op, cases] of Object.entries(OPS)) {
+  t.test(`op ${op}`, async (t) => {
+    for (const [term, expected] of cases) t.same(select([term]), expected, JSON.stringify(term));
+  });
+}
+
+t.test('regression: an ordering op used to select every location', async (t) => {
+  // The two locations of the demo: `region > X` returned both.
+  const two = new Map([...BY_NAME].filter(([name]) => name === AWS || name === GCP));
+  t.same(queryLocations({ spec: { terms: [{ property: 'region', op: '>', value: 'us-east1' }] } }, two), [AWS]);
+  t.same(queryLocations({ spec: { terms: [{ property: 'region', op: '<', value: 'a' }] } }, two), []);
+  t.same(queryLocations({ spec: { terms: [{ rel: 'org', op: '=', value: 'nobody' }] } }, two), []);
+  t.same(queryLocations({ spec: { terms: [{ property: 'region', op: '~', value: '*west*' }] } }, two), [AWS]);
+});
+
+t.test('match all, any, none', async (t) => {
+  const terms = [{ property: 'provider', value: 'aws' }, { property: 'region', value: 'us-east1' }];
+  t.same(select(terms), [], 'all is the default');
+  t.same(select(terms, { match: 'all' }), []);
+  t.same(select(terms, { match: 'any' }), [AWS, GCP]);
+  t.same(select(terms, { match: 'none' }), [AZURE, BYOK]);
+  const both = [{ rel: 'org', value: 'acme' }, { tag: 'tier', op: '>', value: 1 }];
+  t.same(select(both, { match: 'all' }), [GCP]);
+  t.same(select(both, { match: 'any' }), [AWS, GCP, AZURE]);
+  t.same(select(both, { match: 'none' }), [BYOK]);
+  t.same(select([], { match: 'all' }), ALL, 'no terms: all selects every location');
+  t.same(select([], { match: 'any' }), [], 'no terms: any selects none');
+  t.same(select([], { match: 'none' }), ALL, 'no terms: none selects every location');
+  t.same(queryLocations({}, BY_NAME), ALL, 'an empty query');
+  t.same(queryLocations('nonsense', BY_NAME), ALL, 'not an object: no terms');
+});
+
+t.test('sort by and order', async (t) => {
+  const all = [{ property: 'name', op: 'exists' }];
+  const sorted = (by: string, order?: string) => select(all, { sort: order === undefined ? { by } : { by, order } });
+  t.same(sorted('status.latencyMs'), [GCP, AWS, AZURE, BYOK], 'numbers numerically (9, 20, "100"), asc by default, missing last');
+  t.same(sorted('status.latencyMs', 'desc'), [AZURE, AWS, GCP, BYOK], 'desc; missing still last');
+  t.same(sorted('created', 'asc'), [GCP, AZURE, AWS, BYOK], 'date-times as instants (11:00+02:00 is before 10:00Z)');
+  t.same(sorted('created', 'desc'), [AWS, AZURE, GCP, BYOK]);
+  t.same(sorted('region', 'desc'), [AWS, GCP, AZURE, BYOK], 'text by code units');
+  t.same(sorted('name'), [AWS, AZURE, BYOK, GCP]);
+  t.same(sorted('tags.tier'), [AWS, GCP, AZURE, BYOK], '1, "2", 10: all numbers');
+  t.same(sorted('provider', 'asc'), [AWS, AZURE, BYOK, GCP]);
+  t.same(sorted('nothing'), ALL, 'nobody has it: record order');
+  t.same(select([{ property: 'region', op: '=~', value: 'us' }], { sort: { by: 'region' } }), [AZURE, GCP, AWS], 'sorts what the terms select');
+  const mixed = new Map<string, RawRecord>([['a', { name: 'a', v: 10 }], ['b', { name: 'b', v: 'x' }], ['c', { name: 'c', v: 9 }]]);
+  t.same(queryLocations({ spec: { sort: { by: 'v' } } }, mixed), ['a', 'c', 'b'], 'a number among text: all compare as text ("10" < "9" < "x")');
+});
+
+t.test('value readings', async (t) => {
+  const numbers: [string | number | boolean, number | undefined][] = [
+    [20, 20], ['20', 20], ['-1.5', -1.5], ['+.5', 0.5], ['5.', 5], ['2e3', 2000], ['007', 7], ['', undefined], [' 1', undefined],
+    ['0x10', undefined], ['Infinity', undefined], ['1e400', undefined], ['1_000', undefined], [true, undefined], ['.', undefined],
+  ];
+  for (const [v, n] of numbers) t.equal(asNumber(v), n, `number ${JSON.stringify(v)}`);
+  const instants: [string, number | undefined][] = [
+    ['2024-03-01', Date.UTC(2024, 2, 1)], ['2024-03-01T00:00:00Z', Date.UTC(2024, 2, 1)], ['2024-03-01T02:00:00+02:00', Date.UTC(2024, 2, 1)],
+    ['2024-03-01T10:30', Date.UTC(2024, 2, 1, 10, 30)], ['2024-03-01t10:30:00z', Date.UTC(2024, 2, 1, 10, 30)],
+    ['2024-03-01 10:30:00-01:30', Date.UTC(2024, 2, 1, 12, 0)], ['2024-03-01T00:00:00.25Z', Date.UTC(2024, 2, 1) + 250],
+    ['2024-02-29', Date.UTC(2024, 1, 29)], ['2023-02-29', undefined],
+    ['2024-02-30', undefined], ['2024-13-01', undefined], ['2024-01-01T24:00', undefined], ['2024-01-01T10:00+24:00', undefined],
+    ['2024-1-01', undefined], ['2024-01-01Z', undefined], ['20240101', undefined],
+  ];
+  for (const [v, ms] of instants) t.equal(asInstant(v), ms, `instant ${v}`);
+  t.equal(new Date(asInstant('0099-01-01') as number).getUTCFullYear(), 99, 'year 99 stays 99');
+  t.equal(compareValues('2024-02-30', '2024-03-01'), -1, 'an impossible date compares as text');
+  t.equal(compareValues('10', 9), 1, 'numbers before instants');
+  t.equal(compareValues('2024', '2024-01-01'), -1, 'a number and a date-time: text');
+  t.equal(compareValues(true, 'true'), 0);
+});
+
+// ---- generated: the evaluator against a reference written plainly, on random records and terms
+
+const SEED = testSeed('PLACEMENT_SEED', 20261127);
+t.comment(`seed ${SEED} (PLACEMENT_SEED=${SEED} replays)`);
+const rand = prng(SEED);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+function randomDate(): string {
+  const date = `${2023 + Math.floor(rand() * 3)}-${pad(1 + Math.floor(rand() * 12))}-${pad(1 + Math.floor(rand() * 28))}`;
+  if (rand() < 0.3) return date;
+  const time = `${pad(Math.floor(rand() * 24))}:${pad(Math.floor(rand() * 60))}${rand() < 0.5 ? `:${pad(Math.floor(rand() * 60))}` : ''}`;
+  const fraction = time.length > 5 && rand() < 0.3 ? `.${Math.floor(rand() * 1000)}` : '';
+  const zone = pick(['', 'Z', `+${pad(Math.floor(rand() * 14))}:${pick(['00', '30', '45'])}`, `-${pad(Math.floor(rand() * 12))}:00`]);
+  return `${date}T${time}${fraction}${zone}`;
+}
+/** Each round leans to one kind of value, so that comparisons of like with like (two date-times) are common. */
+let theme: 'mixed' | 'dates' | 'numbers' = 'mixed';
+/** A few instants hours apart, each written in a random zone: where text order and time order part. */
+const INSTANTS = [Date.UTC(2024, 0, 15, 10), Date.UTC(2024, 0, 15, 9), Date.UTC(2024, 0, 14, 23, 30), Date.UTC(2024, 0, 15)];
+function zonedDate(): string {
+  const at = pick(INSTANTS) + (rand() < 0.3 ? 1 + Math.floor(rand() * 999) : 0);
+  const form = Math.floor(rand() * 4);
+  if (form === 0) return new Date(at).toISOString().slice(0, 10);
+  const offset = form === 3 ? pick([60, 120, -300, 330, -90, 0]) : 0;
+  const local = new Date(at + offset * 60_000).toISOString().slice(0, 23);
+  const text = local.endsWith('.000') ? local.slice(0, 19) : local;
+  const zone = form === 1 ? '' : form === 2 ? 'Z' : `${offset < 0 ? '-' : '+'}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+  return `${text}${zone}`;
+}
+function randomScalar(): string | number | boolean {
+  if (theme === 'dates' && rand() < 0.8) return rand() < 0.7 ? zonedDate() : randomDate();
+  if (theme === 'numbers' && rand() < 0.8) return rand() < 0.5 ? Math.floor(rand() * 30) - 5 : pick(['7', '-1.5', '1e1', '07', '.5', '10', '9', '20.0', '+3']);
+  switch (Math.floor(rand() * 6)) {
+    case 0: return Math.floor(rand() * 30) - 5;
+    case 1: return pick(['7', '-1.5', '1e1', '07', '.5', '10', '9', '20.0', '+3']);
+    case 2: return randomDate();
+    case 3: return pick(['us-east1', 'us-west-2', 'US-East1', 'eastus', 'a*b', 'axb', '', 'true', 'Z', 'zz', 'é', 'a?c']);
+    case 4: return rand() < 0.5;
+    default: return Math.round(rand() * 1000) / 100;
+  }
+}
+function randomValue(): unknown {
+  const r = rand();
+  if (r < 0.1) return undefined;
+  if (r < 0.15) return null;
+  if (r < 0.2) return { nested: randomScalar() };
+  if (r < 0.35) return Array.from({ length: Math.floor(rand() * 3) }, () => (rand() < 0.9 ? randomScalar() : null));
+  return randomScalar();
+}
+function randomLocation(i: number): RawRecord {
+  const loc: Record<string, unknown> = { kind: 'location', name: `loc${i}` };
+  const p = randomValue();
+  if (p !== undefined) loc.p = p;
+  if (rand() < 0.8) {
+    const t = randomValue();
+    loc.tags = t === undefined ? {} : { t };
+  }
+  if (rand() < 0.8) {
+    loc.links = Array.from({ length: Math.floor(rand() * 3) }, () => ({
+      rel: pick(['org', 'self']), href: pick(['/org/acme', '/org/other', '//location/us-east1', '/org/acme/location/eastus', 'not-a-link']),
+    }));
+  }
+  return loc;
+}
+const OP_NAMES = ['=', '>', '>=', '<', '<=', '!=', '~', '=~', 'exists', '!exists', 'contains'];
+function randomTerm(): Record<string, unknown> {
+  const term: Record<string, unknown> = pick([{ property: 'p' }, { tag: 't' }, { rel: pick(['org', 'self']) }]);
+  const op = pick(OP_NAMES);
+  if (op !== '=' || rand() < 0.5) term.op = op;
+  if (op === '=~') term.value = pick(['^us', 'east$', '[0-9]', '(', 'E', '^$', 'acme|other']);
+  else if (op === '~') term.value = pick(['us-*', '*EAST*', '?', '*', 'a?c', 'a*b', '', '2024-*', 'acme', 'o*r']);
+  else if (rand() < 0.95) term.value = rand() < 0.2 ? pick(['acme', 'other', 'us-east1', 'eastus', 'not-a-link']) : randomScalar();
+  return term;
+}
+
+// The reference: the same rules written as plainly as possible, sharing no code with the evaluator.
+function refNumber(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v !== 'string' || !/^[-+0-9.eE]+$/.test(v)) return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+function refInstant(v: unknown): number | undefined {
+  if (typeof v !== 'string' || !/^\d{4}-\d\d-\d\d(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?)?$/.test(v)) return undefined;
+  const hasTime = v.includes('T');
+  const hasZone = /(Z|[+-]\d\d:\d\d)$/.test(v) && hasTime;
+  const ms = Date.parse(hasTime && !hasZone ? `${v}Z` : v);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+function refCompare(a: unknown, b: unknown): number {
+  const x = refNumber(a);
+  const y = refNumber(b);
+  if (x !== undefined && y !== undefined) return x === y ? 0 : x < y ? -1 : 1;
+  const s = refInstant(a);
+  const u = refInstant(b);
+  if (s !== undefined && u !== undefined) return s === u ? 0 : s < u ? -1 : 1;
+  const p = String(a);
+  const q = String(b);
+  return p === q ? 0 : p < q ? -1 : 1;
+}
+function refWildcard(text: string, pattern: string): boolean {
+  // can[i][j]: does pattern[0..j) match text[0..i)?
+  const can = Array.from({ length: text.length + 1 }, () => new Array<boolean>(pattern.length + 1).fill(false));
+  can[0]![0] = true;
+  for (let j = 1; j <= pattern.length; j++) can[0]![j] = pattern[j - 1] === '*' && can[0]![j - 1]!;
+  for (let i = 1; i <= text.length; i++) {
+    for (let j = 1; j <= pattern.length; j++) {
+      const c = pattern[j - 1];
+      if (c === '*') can[i]![j] = can[i - 1]![j]! || can[i]![j - 1]!;
+      else can[i]![j] = (c === '?' || c === text[i - 1]) && can[i - 1]![j - 1]!;
+    }
+  }
+  return can[text.length]![pattern.length]!;
+}
+function refSubject(loc: RawRecord, term: Record<string, unknown>): { present: boolean; values: unknown[] } {
+  let v: unknown;
+  if (term.rel !== undefined) {
+    const links = Array.isArray(loc.links) ? loc.links.filter((l) => l.rel === term.rel) : [];
+    const names = links.map((l) => {
+      const href = l.href as string;
+      return href.startsWith('/') ? href.slice(href.lastIndexOf('/') + 1) : href;
+    });
+    return { present: links.length > 0, values: names };
+  }
+  v = term.tag !== undefined ? (loc.tags as Record<string, unknown> | undefined)?.[term.tag as string] : loc.p;
+  const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+  const values = Array.isArray(v) ? v.filter(scalar) : scalar(v) ? [v] : [];
+  return { present: v !== undefined && v !== null, values };
+}
+function refHolds(loc: RawRecord, term: Record<string, unknown>): boolean {
+  const { present, values } = refSubject(loc, term);
+  const op = (term.op ?? '=') as string;
+  const value = term.value;
+  if (op === 'exists') return present;
+  if (op === '!exists') return !present;
+  if (value === undefined) return op === '!=';
+  const some = (f: (v: unknown) => boolean) => values.some(f);
+  switch (op) {
+    case '=': return some((v) => refCompare(v, value) === 0);
+    case '!=': return !some((v) => refCompare(v, value) === 0);
+    case '>': return some((v) => refCompare(v, value) > 0);
+    case '>=': return some((v) => refCompare(v, value) >= 0);
+    case '<': return some((v) => refCompare(v, value) < 0);
+    case '<=': return some((v) => refCompare(v, value) <= 0);
+    case 'contains': return some((v) => String(v).indexOf(String(value)) !== -1);
+    case '~': return some((v) => refWildcard(String(v).toLowerCase(), String(value).toLowerCase()));
+    case '=~': {
+      try {
+        const re = new RegExp(String(value));
+        return some((v) => re.test(String(v)));
+      } catch {
+        return false;
+      }
+    }
+    default: return false;
+  }
+}
+
+t.test(`generated records and terms agree with the reference (seed ${SEED})`, async (t) => {
+  let mismatches = 0;
+  for (let round = 0; round < 1000 && mismatches < 5; round++) {
+    theme = pick(['mixed', 'dates', 'numbers'] as const);
+    const locations = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomLocation(i));
+    const map = new Map(locations.map((l) => [l.name as string, l]));
+    const terms = Array.from({ length: rand() < 0.6 ? 1 : 2 + Math.floor(rand() * 2) }, randomTerm);
+    const match = pick(['all', 'any', 'none']);
+    const holds = (loc: RawRecord) => terms.map((term) => refHolds(loc, term));
+    const expected = locations.filter((loc) => {
+      const h = holds(loc);
+      return match === 'all' ? h.every(Boolean) : match === 'any' ? h.some(Boolean) : !h.some(Boolean);
+    }).map((l) => l.name);
+    const got = queryLocations({ spec: { match, terms } }, map);
+    if (JSON.stringify(got) !== JSON.stringify(expected)) {
+      mismatches++;
+      t.same(got, expected, `seed ${SEED} round ${round}: ${match} ${JSON.stringify(terms)} over ${JSON.stringify(locations)}`);
+    }
+  }
+  t.equal(mismatches, 0, `no mismatches (seed ${SEED})`);
+});
+
+t.test(`generated sorts agree with the reference (seed ${SEED})`, async (t) => {
+  for (let round = 0; round < 300; round++) {
+    theme = pick(['mixed', 'dates', 'numbers'] as const);
+    const locations = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomLocation(i));
+    const order = pick(['asc', 'desc', undefined]);
+    const got = queryLocations({ spec: { sort: { by: 'p', ...(order ? { order } : {}) } } }, new Map(locations.map((l) => [l.name as string, l])));
+    const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+    const withKey = locations.filter((l) => scalar(l.p));
+    const without = locations.filter((l) => !scalar(l.p));
+    const kind = withKey.every((l) => refNumber(l.p) !== undefined) ? refNumber
+      : withKey.every((l) => refInstant(l.p) !== undefined) ? refInstant : undefined;
+    const key = (l: RawRecord) => (kind === undefined ? String(l.p) : kind(l.p) as number);
+    // Insertion sort: stable and obviously so.
+    const sorted: RawRecord[] = [];
+    for (const l of withKey) {
+      let i = sorted.length;
+      const after = (a: RawRecord, b: RawRecord) => (order === 'desc' ? key(a) < key(b) : key(a) > key(b));
+      while (i > 0 && after(sorted[i - 1]!, l)) i--;
+      sorted.splice(i, 0, l);
+    }
+    const expected = [...sorted, ...without].map((l) => l.name);
+    if (JSON.stringify(got) !== JSON.stringify(expected)) {
+      t.same(got, expected, `seed ${SEED} round ${round}: by p ${order} over ${JSON.stringify(locations)}`);
+      return;
+    }
+  }
+  t.pass('300 generated sorts agree');
+});
