@@ -157,7 +157,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   const up = await startUp(options);
   const { runtime } = up;
   const snapshot = runtime.store.current;
-  for (const warning of snapshot.warnings) logger.warn(warning);
+  // The store has logged the configuration's warnings at load (and does at each reload): once each.
   const port = runtime.listeners[0]?.address.port ?? 8080;
   const meshPort = runtime.meshListeners[0]?.address.port;
   const lines: string[] = [demo ? 'svcproxy up: built-in demo' : 'svcproxy up'];
