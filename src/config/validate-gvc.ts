@@ -9,10 +9,10 @@ import type { Catalog } from './catalog.js';
 import { linkOfKind, workloadRef } from './links.js';
 import type { RawRecord } from './records.js';
 import {
-  anyObject, arr, exactlyOne, int, isObject, item, member, obj, objectAt, oneOf, str, valueAt, type Check, type Report,
+  anyObject, arr, exactlyOne, int, isAbsent, isObject, item, member, obj, objectAt, oneOf, str, valueAt, type Check, type Report,
 } from './schema.js';
 import { checkLinkOrg, locationLink, sidecar, strings, tracing, workloadLink } from './validate-common.js';
-import { isScalar } from './values.js';
+import { isScalar, regexError } from './values.js';
 
 export const TERM_OPS = ['=', '>', '>=', '<', '<=', '!=', '~', '=~', 'exists', '!exists', 'contains'];
 
@@ -20,11 +20,25 @@ const termValue: Check = (v, at, r) => {
   if (!isScalar(v)) r.error(at, 'must be a string, number or boolean');
 };
 
+/**
+ * A query term: one subject; an `=~` value must compile as a JavaScript regular expression. Every op
+ * but `exists` and `!exists` compares with a value: without one the term holds for no location (for
+ * every one with `!=`), which is warned about, not refused, since the platform's schema lets it be.
+ */
 const term: Check = obj(
   { op: oneOf(TERM_OPS), property: str(), rel: str(), tag: str(), value: termValue },
   {
     closed: true,
-    refine: (o, at, r) => exactlyOne(o, ['property', 'rel', 'tag'], at, r),
+    refine: (o, at, r) => {
+      exactlyOne(o, ['property', 'rel', 'tag'], at, r);
+      const op = o.op ?? '=';
+      if (typeof op !== 'string' || !TERM_OPS.includes(op) || op === 'exists' || op === '!exists') return;
+      if (isAbsent(o.value)) r.warn(member(at, 'value'), `not set: with op ${op} the term holds for ${op === '!=' ? 'every' : 'no'} location`);
+      else if (op === '=~' && typeof o.value === 'string') {
+        const problem = regexError(o.value);
+        if (problem !== undefined) r.error(member(at, 'value'), `does not compile: ${problem}`);
+      }
+    },
   },
 );
 

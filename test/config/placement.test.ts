@@ -1,7 +1,11 @@
 import t from 'tap';
+import { defaultSettings } from '../../src/config/index.js';
 import { asInstant, asNumber, compareValues } from '../../src/config/location-query.js';
 import { queryLocations } from '../../src/config/placement.js';
 import type { RawRecord } from '../../src/config/records.js';
+import { toSourced } from '../../src/config/snapshot.js';
+import { validate } from '../../src/config/validate.js';
+import { baseRecords, find, setPath } from '../fixtures/config/base.js';
 import { prng, testSeed } from '../helpers/seed.js';
 
 /** Four locations: values of every type, a date-time written in two zones, a list, relations, a bare one. */
@@ -206,6 +210,31 @@ t.test('value readings', async (t) => {
   t.equal(compareValues('10', 9), 1, 'numbers before instants');
   t.equal(compareValues('2024', '2024-01-01'), -1, 'a number and a date-time: text');
   t.equal(compareValues(true, 'true'), 0);
+});
+
+t.test('validation: an =~ value must compile; a value op without a value is warned about', async (t) => {
+  const T = 'spec.staticPlacement.locationQuery.spec.terms[0]';
+  const resultOf = (term: Record<string, unknown>) => {
+    const records = baseRecords();
+    setPath(find(records, 'gvc/demo'), 'spec.staticPlacement.locationQuery', { kind: 'location', spec: { terms: [term] } });
+    return validate(toSourced(records), defaultSettings);
+  };
+  const errorsOf = (term: Record<string, unknown>) => resultOf(term).errors;
+  const warningsOf = (term: Record<string, unknown>) => resultOf(term).warnings.filter((w) => w.includes(T));
+  t.same(errorsOf({ property: 'region', op: '>', value: 'us-east1' }), []);
+  t.same(errorsOf({ property: 'region', op: 'exists' }), []);
+  t.same(errorsOf({ rel: 'org', op: '!exists' }), []);
+  t.same(errorsOf({ tag: 'tier', op: '<=', value: 3 }), []);
+  t.same(errorsOf({ property: 'region', op: '=~', value: '^us-(east|west)' }), []);
+  t.same(warningsOf({ property: 'region', op: '>', value: 'us-east1' }), []);
+  t.same(warningsOf({ property: 'region', op: 'exists' }), []);
+  t.same(errorsOf({ property: 'region', op: '>' }), []);
+  t.same(warningsOf({ property: 'region', op: '>' }), [`gvc/demo: ${T}.value: not set: with op > the term holds for no location`]);
+  t.same(warningsOf({ property: 'region' }), [`gvc/demo: ${T}.value: not set: with op = the term holds for no location`]);
+  t.same(warningsOf({ property: 'region', op: '!=' }), [`gvc/demo: ${T}.value: not set: with op != the term holds for every location`]);
+  t.same(errorsOf({ property: 'region', op: '=~', value: '(' }), [`gvc/demo: ${T}.value: does not compile: Invalid regular expression: /(/: Unterminated group`]);
+  t.same(errorsOf({ property: 'region', op: '~', value: '(' }), [], 'a wildcard pattern has no syntax to get wrong');
+  t.same(errorsOf({ property: 'region', op: 'like' }).length, 1, 'an unknown op: one error, about the op');
 });
 
 // ---- generated: the evaluator against a reference written plainly, on random records and terms
