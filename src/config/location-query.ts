@@ -1,8 +1,9 @@
 /**
  * The platform's query language as a GVC's `staticPlacement.locationQuery` uses it: a query is
  * compiled once into a predicate over location records and a sort, and the predicate judges every
- * term op of the spec on `property`, `tag` and `rel` terms. Pure and total: malformed input (which
- * validation reports) selects nothing rather than throwing, and never selects everything.
+ * term op of the spec on `property`, `tag` and `rel` terms. Pure and total: a malformed term (no
+ * subject or two, an unknown op, an `=~` that does not compile; validation reports them) holds for no
+ * location rather than throwing, so a query it cannot judge never selects every location.
  *
  * Sources: platform-spec.md (GVC table: the ops, `match` `all`/`any`/`none` default `all`, `value` a
  * string, number, boolean or date-time, `sort` `{by, order}` default `asc`); docs.controlplane.com
