@@ -105,7 +105,8 @@ export function decideScale(state: ScaleState, inputs: ScaleInputs): ScaleState 
 /**
  * When the decision can next change without a request arriving or finishing: the end of the
  * scale-down window, or the end of the idle delay while replicas run. Undefined: only a request
- * changes it. The caller arms one timer for it instead of polling.
+ * changes it. The caller arms one timer for it instead of polling; call it on the state `decideScale`
+ * just returned for the same inputs (a deadline already past is dropped, as that decision took it).
  */
 export function nextDecisionAt(state: ScaleState, inputs: ScaleInputs): number | undefined {
   const { load, now } = read(inputs);
