@@ -48,6 +48,7 @@ import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
 import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
+import { isIgnored } from '../config/compile-workload.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
@@ -379,7 +380,8 @@ export class DataPlane implements ExchangeObserver {
         const match = matchDomainRoute(target.port, ex.path);
         if (!match) return undefined;
         const workload = table.snapshot.workloads.get(match.route.workload);
-        if (!workload) return undefined;
+        // A route to an ignored workload (`svc/ignore`) routes nowhere, as its own names do.
+        if (!workload || isIgnored(workload, table.snapshot.settings.vendor)) return undefined;
         const port = findPort(workload, match.route.port);
         return {
           workload, port,

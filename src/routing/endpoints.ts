@@ -9,6 +9,7 @@
  * else from `deployment` records, else `minScale` of that location (0 where it is suspended).
  * Pure; no failure modes (workloads whose GVC is missing are skipped).
  */
+import { isIgnored } from '../config/compile-workload.js';
 import type { Snapshot, WorkloadModel } from '../config/model.js';
 import {
   canonicalHostFor,
@@ -73,7 +74,8 @@ export function listEndpoints(snapshot: Snapshot, replicas?: Pick<ReplicaRegistr
   const out: Endpoint[] = [];
   for (const w of snapshot.workloads.values()) {
     const gvc = snapshot.gvcs.get(w.gvc);
-    if (!gvc) continue;
+    // An ignored workload (`svc/ignore`) answers on no host name.
+    if (!gvc || isIgnored(w, settings.vendor)) continue;
     const base = { workload: w.name, gvc: gvc.name };
     out.push({ ...base, kind: 'canonical', host: canonicalHostFor(settings, org, gvc, w.name) });
     if (gvc.aliasWorkload === w.name && !w.globallySuspended) {

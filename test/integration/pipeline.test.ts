@@ -273,6 +273,16 @@ t.test('domain routes: longest prefix first, replacePrefix, headers, replica', a
   t.equal((await request(plane.port, 'other.example.com', '/')).status, 404);
 });
 
+t.test('a domain route to an ignored workload (svc/ignore) routes nowhere', async (t) => {
+  const app = await startHttpServer(t, echoHandler('api'));
+  const recs = records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] }, tags: { 'svc/ignore': true } });
+  recs.push({ kind: 'domain', name: 'old.example.com', spec: { ports: [{ number: 443, routes: [{ prefix: '/', workloadLink: '//gvc/shop/workload/api' }] }] } });
+  const plane = await startPlane(t, recs);
+  const res = await request(plane.port, 'old.example.com', '/');
+  t.equal(res.status, 404);
+  t.equal(JSON.parse(res.body).message, 'no route');
+});
+
 t.test('serverless targets get the canonical Host and X-Forwarded-Host', async (t) => {
   const up = await startHttpServer(t, echoHandler());
   const recs = [

@@ -138,3 +138,13 @@ t.test('formatEndpointsText', async (t) => {
   const external = listEndpoints(snapshot).filter((e) => !e.kind.startsWith('internal'));
   t.notOk(formatEndpointsText(external).includes(MESH_NOTE), 'only when there are internal names');
 });
+
+t.test('an ignored workload (svc/ignore) has no endpoint', async (t) => {
+  const ignored = buildSnapshot({
+    gvcs: [{ name: 'shop', alias: 'abcdefghijklm', locations: ['aws-us-west-2'] }],
+    workloads: [{ name: 'web' }, { name: 'old', tags: { 'svc/ignore': 'true' } }],
+  });
+  const list = listEndpoints(ignored);
+  t.ok(list.some((e) => e.workload === 'web'));
+  t.notOk(list.some((e) => e.workload === 'old'), 'none of its names is listed');
+});
