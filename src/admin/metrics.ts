@@ -160,6 +160,14 @@ export class Metrics {
     if (opts.defaultMetrics) collectProcessMetrics(this.registry);
   }
 
+  /** Requests answered for a workload so far, every location and status (`up`'s scaler reads it). */
+  requestsOf(workload: string): number {
+    let total = 0;
+    const byLocation = this.requestCounts.get(workload);
+    if (byLocation) for (const counts of byLocation.values()) for (const n of counts) total += n;
+    return total;
+  }
+
   countRequest(workload: string, location: string, status: number, upstreamSeconds: number | undefined): void {
     let byLocation = this.requestCounts.get(workload);
     if (!byLocation) this.requestCounts.set(workload, (byLocation = new Map()));

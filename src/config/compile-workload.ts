@@ -92,6 +92,10 @@ export function workloadOptions(base: WorkloadOptionsRecord, over: WorkloadOptio
     minScale,
     maxScale: autoscaling.maxScale ?? Math.max(5, minScale),
     debug: over.debug ?? base.debug ?? false,
+    ...(autoscaling.metric !== undefined ? { metric: autoscaling.metric } : {}),
+    ...(autoscaling.target !== undefined ? { target: autoscaling.target } : {}),
+    ...(autoscaling.maxConcurrency !== undefined ? { maxConcurrency: autoscaling.maxConcurrency } : {}),
+    ...(autoscaling.scaleToZeroDelay !== undefined ? { scaleToZeroDelaySeconds: autoscaling.scaleToZeroDelay } : {}),
   });
 }
 

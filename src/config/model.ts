@@ -111,6 +111,11 @@ export interface WorkloadOptionsModel {
   readonly minScale: number;
   readonly maxScale: number;
   readonly debug: boolean;
+  /** `autoscaling.metric`, `target`, `maxConcurrency` (0: no cap) and `scaleToZeroDelay` (seconds), as written. */
+  readonly metric?: string;
+  readonly target?: number;
+  readonly maxConcurrency?: number;
+  readonly scaleToZeroDelaySeconds?: number;
 }
 
 export interface RetryPolicyModel {

@@ -148,7 +148,14 @@ export interface WorkloadOptionsRecord {
   readonly suspend?: boolean;
   readonly timeoutSeconds?: number;
   readonly debug?: boolean;
-  readonly autoscaling?: { readonly minScale?: number; readonly maxScale?: number };
+  readonly autoscaling?: {
+    readonly minScale?: number;
+    readonly maxScale?: number;
+    readonly metric?: string;
+    readonly target?: number;
+    readonly maxConcurrency?: number;
+    readonly scaleToZeroDelay?: number;
+  };
   readonly multiZone?: { readonly enabled?: boolean };
 }
 

@@ -1,6 +1,6 @@
 /**
  * What `svcproxy up` should be running for a snapshot, as a pure function: for every workload and
- * every location of its GVC, `minScale` replicas named `W-N` (N from 0 per location) made of the
+ * every location of its GVC, the scaler's count (else `minScale`) of replicas named `W-N` (N from 0 per location) made of the
  * workload's containers that have a `command`. None where the workload is suspended (globally or
  * in that location) or `maxScale` is 0, and none for a workload without a runnable container or
  * tagged `svc/ignore: true`.
@@ -32,14 +32,19 @@ export interface ReplicaPlan {
 }
 
 /**
- * Replicas to start in one location. There is no autoscaler locally to scale up from zero, so a
- * `minScale` of 0 (serverless scale-to-zero) still gets one replica, capped by `maxScale`.
+ * Replicas to run in one location: `desired` when the scaler has decided (src/local/scaler.ts),
+ * else `minScale` (0 for scale-to-zero: nothing runs before the first request), always within
+ * `maxScale`, and none while suspended or with `maxScale` 0.
  */
-export function replicaCount(options: { readonly suspend: boolean; readonly minScale: number; readonly maxScale: number }): number {
+export function replicaCount(options: { readonly suspend: boolean; readonly minScale: number; readonly maxScale: number }, desired?: number): number {
   if (options.suspend || options.maxScale <= 0) return 0;
-  const min = Number.isFinite(options.minScale) ? Math.max(1, Math.floor(options.minScale)) : 1;
-  return Math.min(min, Math.max(1, Math.floor(options.maxScale)));
+  const wanted = desired ?? options.minScale;
+  const n = Number.isFinite(wanted) ? Math.max(0, Math.floor(wanted)) : 1;
+  return Math.min(n, Math.max(1, Math.floor(options.maxScale)));
 }
+
+/** The scaler's count for a workload (key) in a location; undefined: `minScale`. */
+export type DesiredReplicas = (workload: string, location: string) => number | undefined;
 
 /** The workload's record among the snapshot's raw records (for its version), if there is one. */
 export function findWorkloadRecord(records: Snapshot['records'], workload: WorkloadModel): unknown {
@@ -53,7 +58,7 @@ function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
   return workloadVersion({ key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
 }
 
-export function planReplicas(snapshot: Snapshot): ReplicaPlan[] {
+export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): ReplicaPlan[] {
   const plans: ReplicaPlan[] = [];
   for (const workload of snapshot.workloads.values()) {
     const gvc = snapshot.gvcs.get(workload.gvc);
@@ -63,7 +68,7 @@ export function planReplicas(snapshot: Snapshot): ReplicaPlan[] {
     const version = versionOf(snapshot, workload);
     for (const locationName of gvc.locations) {
       const options = workload.locationOptions.get(locationName) ?? workload.defaultOptions;
-      const count = replicaCount(options);
+      const count = replicaCount(options, desired?.(workload.key, locationName));
       if (count === 0) continue;
       const location = snapshot.locations.get(locationName) ?? { name: locationName, provider: '', region: '' };
       const fingerprint = JSON.stringify({

@@ -14,7 +14,7 @@ import type { ContainerModel, Snapshot } from '../config/model.js';
 import type { Deps } from '../deps.js';
 import type { HostPort, Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { buildReplicaEnv, localToken, workloadNamespace } from './env.js';
-import { planReplicas, type ReplicaPlan } from './plan.js';
+import { planReplicas, type DesiredReplicas, type ReplicaPlan } from './plan.js';
 import { allocatePorts, LOOPBACK } from './ports.js';
 import { startProbing, type AddressOf } from './probe.js';
 import { ContainerProcess, DEFAULT_BACKOFF, type BackoffOptions } from './process.js';
@@ -24,6 +24,8 @@ export const UP_SOURCE = 'up';
 export interface SupervisorOptions {
   readonly registry: ReplicaRegistry;
   readonly deps: Deps;
+  /** How many replicas the scaler wants per workload and location (src/local/scaler.ts); else `minScale`. */
+  readonly desired?: DesiredReplicas;
   /** Inherited by every process (PATH, HOME, ...); defaults to this process's environment. */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   /** Restart backoff; tests shorten it. */
@@ -196,7 +198,7 @@ export class Supervisor {
 
   private async reconcile(snapshot: Snapshot): Promise<void> {
     if (this.closed) return;
-    const plans = planReplicas(snapshot);
+    const plans = planReplicas(snapshot, this.options.desired);
     const wanted = new Map(plans.map((p) => [p.key, p]));
     for (const [key, running] of this.running) {
       const plan = wanted.get(key);

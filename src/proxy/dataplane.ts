@@ -116,6 +116,11 @@ export class DataPlane implements ExchangeObserver {
   private drainWaiters: (() => void)[] = [];
   /** WebSocket upgrades and CONNECT tunnels. */
   private readonly tunnels: Tunnels;
+  /**
+   * Asked when a request finds no replica ready or starting: true when a replica of the workload
+   * (in `location`, when fixed) is being started for it (`up`'s scaler, scale from zero).
+   */
+  activator: ((workload: string, location: string | undefined) => boolean) | undefined = undefined;
   /** Requests waiting for a starting replica, per workload (see holdForStarting). */
   private readonly held = new Map<string, Set<HeldRequest>>();
   /** Each mesh caller's mTLS upstreams. */
@@ -417,7 +422,9 @@ export class DataPlane implements ExchangeObserver {
    */
   private holdForStarting(ex: Exchange, table: RouteTable, route: Route, tls: boolean): boolean {
     const key = route.workload.key;
-    if (ex.isFinished || !this.opts.replicas.hasStarting(key, route.fixedLocation)) return false;
+    if (ex.isFinished) return false;
+    // Nothing starting: a workload scaled to zero may be woken (`up`'s scaler starts a replica).
+    if (!this.opts.replicas.hasStarting(key, route.fixedLocation) && !this.activator?.(key, route.fixedLocation)) return false;
     let waiting = this.held.get(key);
     if (!waiting) this.held.set(key, (waiting = new Set()));
     if (waiting.size >= (this.opts.maxHeldPerWorkload ?? MAX_HELD_PER_WORKLOAD)) {
@@ -442,6 +449,17 @@ export class DataPlane implements ExchangeObserver {
     // The timeout or the client going away ends the wait.
     ex.abortUpstream = release;
     return true;
+  }
+
+  /** Requests of a workload waiting for a replica: in `location` (fixed there), or anywhere (location undefined). */
+  heldCount(workload: string): { readonly anywhere: number; readonly byLocation: ReadonlyMap<string, number> } {
+    let anywhere = 0;
+    const byLocation = new Map<string, number>();
+    for (const waiter of this.held.get(workload) ?? []) {
+      if (waiter.location === undefined) anywhere++;
+      else byLocation.set(waiter.location, (byLocation.get(waiter.location) ?? 0) + 1);
+    }
+    return { anywhere, byLocation };
   }
 
   /** A replica turned ready: the requests waiting for its workload (and location) are routed. */

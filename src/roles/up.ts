@@ -22,6 +22,7 @@ import { parseDuration } from '../config/values.js';
 import { systemClock } from '../deps.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
 import { DEFAULT_CA_DIR, DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
+import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
 import { isIgnored } from '../config/compile-workload.js';
 
@@ -34,6 +35,8 @@ export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   readonly caDir?: string;
   /** Validity of the replicas' mesh certificates (default 24 h; renewed at two thirds). */
   readonly meshCertTtlMs?: number;
+  /** The autoscaler's scale-down window (tests shorten it; default 60 s). */
+  readonly scaleDownWindowMs?: number;
   /** Called at each change of a workload's health in a location (also logged at info); the CLI prints it. */
   readonly onHealthChange?: (change: HealthChange) => void;
 }
@@ -81,10 +84,27 @@ export async function startUp(options: UpOptions): Promise<Up> {
     throw err;
   }
   mesh.bind(runtime);
-  const supervisor = new Supervisor({
+  // The autoscaler decides each workload's count per location; the supervisor runs that many.
+  let supervisor: Supervisor | undefined;
+  const applyCounts = (): void => {
+    supervisor?.apply(runtime.store.current).catch((err: Error) => options.logger.error({ err }, 'applying the scaled replica counts failed'));
+  };
+  const scaler = new Scaler({
+    snapshot: () => runtime.store.current,
+    registry: runtime.replicas,
+    held: (workload) => runtime.dataplane.heldCount(workload),
+    requests: (workload) => runtime.metrics.requestsOf(workload),
+    apply: applyCounts,
+    clock: runtime.deps.clock,
+    logger: logger.child({ component: 'scaler' }),
+    ...(options.scaleDownWindowMs !== undefined ? { scaleDownWindowMs: options.scaleDownWindowMs } : {}),
+  });
+  runtime.dataplane.activator = (workload, location) => scaler.wake(workload, location);
+  supervisor = new Supervisor({
     registry: runtime.replicas,
     deps: runtime.deps,
     mesh,
+    desired: scaler.desired,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
   // `/ready` once every workload `up` keeps running has a ready replica in each of its locations.
@@ -98,6 +118,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
     await files?.close();
     throw err;
   }
+  scaler.start();
   runtime.store.on('change', (snapshot: Snapshot) => {
     supervisor.apply(snapshot).catch((err: Error) => options.logger.error({ err }, 'applying the new configuration to the processes failed'));
   });
@@ -119,6 +140,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
     stop: (grace = graceMs(runtime.store.current)) =>
       (stopped ??= (async () => {
         health.stop();
+        scaler.stop();
         // Stop accepting and drain first, then stop the processes the drained requests were using.
         await runtime.stop(grace);
         await supervisor.stop(grace);

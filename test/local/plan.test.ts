@@ -8,11 +8,16 @@ t.test('replicaCount', async (t) => {
     ['default', { suspend: false, minScale: 1, maxScale: 5 }, 1],
     ['minScale 3', { suspend: false, minScale: 3, maxScale: 5 }, 3],
     ['capped by maxScale', { suspend: false, minScale: 3, maxScale: 2 }, 2],
-    ['minScale 0 still runs one', { suspend: false, minScale: 0, maxScale: 5 }, 1],
+    ['minScale 0: nothing until a request', { suspend: false, minScale: 0, maxScale: 5 }, 0],
     ['suspended', { suspend: true, minScale: 3, maxScale: 5 }, 0],
     ['maxScale 0', { suspend: false, minScale: 1, maxScale: 0 }, 0],
   ];
   for (const [name, options, want] of cases) t.equal(replicaCount(options), want, name);
+  // The scaler's count wins over minScale, within maxScale, never while suspended.
+  t.equal(replicaCount({ suspend: false, minScale: 0, maxScale: 5 }, 1), 1, 'woken from zero');
+  t.equal(replicaCount({ suspend: false, minScale: 1, maxScale: 5 }, 4), 4, 'scaled up');
+  t.equal(replicaCount({ suspend: false, minScale: 1, maxScale: 3 }, 9), 3, 'never above maxScale');
+  t.equal(replicaCount({ suspend: true, minScale: 1, maxScale: 3 }, 2), 0, 'never while suspended');
 });
 
 t.test('planReplicas: per location, names, skips', async (t) => {
