@@ -425,11 +425,18 @@ export class DataPlane implements ExchangeObserver {
     if (ex.isFinished) return false;
     // Nothing starting: a workload scaled to zero may be woken (`up`'s scaler starts a replica).
     if (!this.opts.replicas.hasStarting(key, route.fixedLocation) && !this.activator?.(key, route.fixedLocation)) return false;
+    this.hold(ex, table, route, tls);
+    return true;
+  }
+
+  /** Holds the request until a replica of its workload turns ready or finishes a request (see holdForStarting). */
+  private hold(ex: Exchange, table: RouteTable, route: Route, tls: boolean): void {
+    const key = route.workload.key;
     let waiting = this.held.get(key);
     if (!waiting) this.held.set(key, (waiting = new Set()));
     if (waiting.size >= (this.opts.maxHeldPerWorkload ?? MAX_HELD_PER_WORKLOAD)) {
       ex.reply({ code: 'OVERLOADED' });
-      return true;
+      return;
     }
     ex.startTimeout(route.workload.timeoutMs);
     const set = waiting;
@@ -448,7 +455,6 @@ export class DataPlane implements ExchangeObserver {
     set.add(waiter);
     // The timeout or the client going away ends the wait.
     ex.abortUpstream = release;
-    return true;
   }
 
   /** Requests of a workload waiting for a replica: in `location` (fixed there), or anywhere (location undefined). */
@@ -460,6 +466,17 @@ export class DataPlane implements ExchangeObserver {
       else byLocation.set(waiter.location, (byLocation.get(waiter.location) ?? 0) + 1);
     }
     return { anywhere, byLocation };
+  }
+
+  /** The oldest request waiting for `replica`'s workload (in its location, or anywhere) is routed. */
+  private wakeOldest(replica: Replica): void {
+    const waiting = this.held.get(replica.workload);
+    if (!waiting) return;
+    for (const waiter of waiting) {
+      if (waiter.location !== undefined && waiter.location !== replica.location) continue;
+      waiter.wake();
+      return;
+    }
   }
 
   /** A replica turned ready: the requests waiting for its workload (and location) are routed. */
@@ -509,6 +526,15 @@ export class DataPlane implements ExchangeObserver {
       if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
       if (this.holdForStarting(ex, table, route, tls)) return;
       return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+    }
+    // `autoscaling.maxConcurrency`: a replica takes at most that many requests at once; the rest
+    // wait for one to finish (or for a new replica). An idle replica is under any cap: no lookup.
+    if (replica.outstanding > 0 && route.fixedReplica === undefined) {
+      const cap = workload.locationOptions.get(location)?.maxConcurrency ?? 0;
+      if (cap > 0 && replica.outstanding >= cap) {
+        replica = underCap(list, cap, deps.clock.now(), route.includeNotReady);
+        if (!replica) return void this.hold(ex, table, route, tls);
+      }
     }
     ex.replica = replica;
     routeTo(replica);
@@ -837,6 +863,8 @@ export class DataPlane implements ExchangeObserver {
 
   onFinish(ex: Exchange): void {
     this.inFlight--;
+    // A replica at its concurrency cap took one request less: the oldest request waiting goes.
+    if (this.held.size > 0 && ex.replica !== undefined) this.wakeOldest(ex.replica);
     const state = ex.attemptState as AttemptState | AttemptPlan | undefined;
     if (state && 'budget' in state) state.budget.active--;
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
@@ -938,6 +966,16 @@ function tunnelServers(request: (req: DownstreamRequest, res: DownstreamResponse
 }
 
 /** The replica's own loopback as proxy clients name it: `localhost` and NO_PROXY's two addresses. */
+/** The ready, not ejected replica with the fewest requests in flight, if it is under `cap`. */
+function underCap(list: readonly Replica[], cap: number, now: number, includeNotReady: boolean): Replica | undefined {
+  let best: Replica | undefined;
+  for (const r of list) {
+    if (!(r.ready || includeNotReady) || r.ejectedUntil > now || r.outstanding >= cap) continue;
+    if (best === undefined || r.outstanding < best.outstanding) best = r;
+  }
+  return best;
+}
+
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '::1';
 }

@@ -17,7 +17,10 @@ import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
 import { ALIAS, request, waitFor } from '../helpers/harness.js';
 
-function records(name: string, autoscaling: Record<string, unknown>): Record<string, unknown>[] {
+/** Answers after 200 ms with the most requests it ever had in flight at once. */
+const COUNTING_APP = "let n=0,max=0;require('http').createServer((q,s)=>{n++;max=Math.max(max,n);setTimeout(()=>{n--;s.end(String(max))},200)}).listen(process.env.PORT,'127.0.0.1')";
+
+function records(name: string, autoscaling: Record<string, unknown>, args: string[] = [echoScriptPath()]): Record<string, unknown>[] {
   return [
     { kind: 'org', name: 'acme' },
     { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
@@ -26,7 +29,7 @@ function records(name: string, autoscaling: Record<string, unknown>): Record<str
       kind: 'workload', name, gvc: 'shop',
       spec: {
         type: 'serverless',
-        containers: [{ name: 'app', command: process.execPath, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }],
+        containers: [{ name: 'app', command: process.execPath, args, ports: [{ number: 8080, protocol: 'http' }] }],
         defaultOptions: { autoscaling, timeoutSeconds: 15 },
         firewallConfig: { external: { inboundAllowCIDR: ['0.0.0.0/0'] } },
       },
@@ -73,4 +76,15 @@ t.test('concurrency: load beyond the target starts replicas up to maxScale; they
   for (const res of await Promise.all(slow)) t.equal(res.status, 200);
   await waitFor(() => running(up, 'busy') === 1, 60_000, 'back to minScale once the load is gone');
   t.pass('scaled down');
+});
+
+t.test('maxConcurrency: a replica takes at most that many requests at once; the rest wait their turn', async (t) => {
+  const up = await start(t, records('capped', { minScale: 1, maxScale: 1, maxConcurrency: 1 }, ['-e', COUNTING_APP]));
+  const port = up.runtime.listeners[0]!.address.port;
+  await waitFor(() => up.runtime.replicas.all().some((r) => r.ready), 30_000, 'the replica ready');
+  const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => request(port, host('capped'), `/${i}`)));
+  for (const res of answers) {
+    t.equal(res.status, 200, 'answered after waiting');
+    t.equal(res.body, '1', 'the app never had two requests at once');
+  }
 });
