@@ -140,6 +140,7 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
     canonicalHost: canonicalHost(record.name, gvc, org, settings),
     ...(primaryPort ? { primaryPort } : {}),
     mesh: meshOptions(tags, settings.vendor),
+    ...(spec.rolloutOptions ? { rollout: frozen(spec.rolloutOptions) } : {}),
   });
 }
 

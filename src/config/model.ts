@@ -154,6 +154,16 @@ export interface WorkloadModel {
   readonly primaryPort?: PortModel;
   /** The mesh tags (DESIGN §9). */
   readonly mesh: MeshOptionsModel;
+  /** `spec.rolloutOptions` as written (src/local/rollout.ts reads it); absent: the defaults. */
+  readonly rollout?: RolloutModel;
+}
+
+/** `spec.rolloutOptions`: how `up` replaces replicas when what they run changes. */
+export interface RolloutModel {
+  readonly maxSurgeReplicas?: number | string;
+  readonly maxUnavailableReplicas?: number | string;
+  readonly minReadySeconds?: number;
+  readonly scalingPolicy?: string;
 }
 
 /** A workload's mesh tags, parsed. */

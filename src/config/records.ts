@@ -168,7 +168,13 @@ export interface WorkloadRecord extends Common {
     readonly containers?: readonly ContainerRecord[];
     readonly defaultOptions?: WorkloadOptionsRecord;
     readonly localOptions?: readonly (WorkloadOptionsRecord & { readonly location: string })[];
-    readonly rolloutOptions?: { readonly terminationGracePeriodSeconds?: number };
+    readonly rolloutOptions?: {
+      readonly terminationGracePeriodSeconds?: number;
+      readonly maxSurgeReplicas?: number | string;
+      readonly maxUnavailableReplicas?: number | string;
+      readonly minReadySeconds?: number;
+      readonly scalingPolicy?: string;
+    };
     readonly requestRetryPolicy?: { readonly attempts?: number; readonly retryOn?: readonly (string | number)[] };
     readonly firewallConfig?: Readonly<Record<string, unknown>>;
     readonly loadBalancer?: { readonly replicaDirect?: boolean };

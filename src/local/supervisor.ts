@@ -15,6 +15,7 @@ import type { Deps } from '../deps.js';
 import type { HostPort, Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { buildReplicaEnv, localToken, workloadNamespace } from './env.js';
 import { planReplicas, type DesiredReplicas, type ReplicaPlan } from './plan.js';
+import { rolloutLimits, rolloutStep } from './rollout.js';
 import { allocatePorts, LOOPBACK } from './ports.js';
 import { startProbing, type AddressOf } from './probe.js';
 import { ContainerProcess, DEFAULT_BACKOFF, type BackoffOptions } from './process.js';
@@ -75,6 +76,8 @@ interface RunningReplica {
   /** When it was launched (clock ms), and whether it has been ready since: its health (src/local/health.ts). */
   readonly startedAt: number;
   wasReady: boolean;
+  /** Since when it has been ready without a break (clock ms); undefined while not ready. */
+  readySince?: number;
 }
 
 /** A replica as its workload's health sees it (`replicaStates()`; src/local/workloads.ts). */
@@ -112,6 +115,11 @@ export class Supervisor {
   private readonly log: Deps['logger'];
   private readonly running = new Map<string, RunningReplica>();
   private readonly retiring = new Set<RunningReplica>();
+  /** Per plan key: the old replica still serving while its replacement starts (a rollout's surge). */
+  private readonly rolling = new Map<string, RunningReplica>();
+  /** Outdated replicas remain: a replica turning ready applies the last snapshot again. */
+  private rolloutPending = false;
+  private lastSnapshot: Snapshot | undefined;
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -143,8 +151,9 @@ export class Supervisor {
     await this.queue;
     // Replicas retired by earlier reloads may still be stopping: hold them to the same bound.
     for (const replica of this.retiring) this.retire(replica, graceMs);
-    for (const replica of this.running.values()) this.retire(replica, graceMs);
+    for (const replica of [...this.running.values(), ...this.rolling.values()]) this.retire(replica, graceMs);
     this.running.clear();
+    this.rolling.clear();
     this.registry.replace(UP_SOURCE, []);
     while (this.retiring.size > 0) await Promise.all([...this.retiring].map((r) => r.stopped));
   }
@@ -156,12 +165,12 @@ export class Supervisor {
    */
   killNow(): void {
     this.closed = true;
-    for (const r of [...this.running.values(), ...this.retiring]) for (const c of r.containers) c.process.killNow();
+    for (const r of [...this.running.values(), ...this.rolling.values(), ...this.retiring]) for (const c of r.containers) c.process.killNow();
   }
 
   /** The replicas currently registered, in start order. */
   replicas(): Replica[] {
-    return [...this.running.values()].map((r) => r.replica);
+    return [...this.running.values(), ...this.rolling.values()].map((r) => r.replica);
   }
 
   processes(): ProcessInfo[] {
@@ -198,6 +207,7 @@ export class Supervisor {
 
   private async reconcile(snapshot: Snapshot): Promise<void> {
     if (this.closed) return;
+    this.lastSnapshot = snapshot;
     const plans = planReplicas(snapshot, this.options.desired);
     const wanted = new Map(plans.map((p) => [p.key, p]));
     for (const [key, running] of this.running) {
@@ -206,13 +216,18 @@ export class Supervisor {
         running.plan = plan;
         continue;
       }
-      this.log.info(
-        { workload: running.replica.workload, location: running.replica.location, replica: running.replica.name },
-        plan === undefined ? 'replica removed' : 'replica changed; restarting',
-      );
+      // A changed replica is replaced by the rollout below; a removed one stops now.
+      if (plan !== undefined) continue;
+      this.log.info({ workload: running.replica.workload, location: running.replica.location, replica: running.replica.name }, 'replica removed');
       this.running.delete(key);
       this.retire(running, Number.POSITIVE_INFINITY);
     }
+    for (const [key, old] of this.rolling) {
+      if (wanted.has(key)) continue;
+      this.rolling.delete(key);
+      this.retire(old, Number.POSITIVE_INFINITY);
+    }
+    this.rolloutPending = this.rollout(plans, this.deps.clock.now());
     const launched: RunningReplica[] = [];
     for (const plan of plans) {
       if (this.closed) break;
@@ -235,7 +250,7 @@ export class Supervisor {
   /** Ports not handed to any running replica (the OS may return a port we just released). */
   private async freePorts(count: number): Promise<number[]> {
     const inUse = new Set<number>();
-    for (const r of this.running.values()) for (const hp of r.replica.ports.values()) inUse.add(hp.port);
+    for (const r of [...this.running.values(), ...this.rolling.values()]) for (const hp of r.replica.ports.values()) inUse.add(hp.port);
     for (let attempt = 0; ; attempt++) {
       const ports = await this.allocate(count, this.host);
       if (ports.every((p) => !inUse.has(p)) || attempt >= 4) return ports;
@@ -378,7 +393,91 @@ export class Supervisor {
     const ready = !running.retired && running.containers.every((c) => c.ready);
     if (ready) running.replica.starting = false;
     if (ready) running.wasReady = true;
+    if (!ready) running.readySince = undefined;
+    else if (running.readySince === undefined) {
+      running.readySince = this.deps.clock.now();
+      // A rollout in progress moves on when a replacement is available (after minReadySeconds).
+      if (this.rolloutPending) this.continueRollout((running.plan.workload.rollout?.minReadySeconds ?? 0) * 1000);
+    }
     this.registry.setReady(running.replica, ready);
+  }
+
+  /** Applies the last snapshot again after `delayMs` (a rollout's next step). */
+  private continueRollout(delayMs: number): void {
+    const snapshot = this.lastSnapshot;
+    if (!snapshot || this.closed) return;
+    const timer = this.deps.clock.setTimeout(() => {
+      if (!this.closed) void this.apply(this.lastSnapshot ?? snapshot).catch(() => undefined);
+    }, delayMs);
+    timer.unref?.();
+  }
+
+  /** Ready for at least its workload's `minReadySeconds`: it counts as available to a rollout. */
+  private available(r: RunningReplica, now: number): boolean {
+    if (!r.replica.ready || r.readySince === undefined) return false;
+    return now - r.readySince >= (r.plan.workload.rollout?.minReadySeconds ?? 0) * 1000;
+  }
+
+  /**
+   * Replaces outdated replicas (what they run changed) by `rolloutOptions` (src/local/rollout.ts):
+   * a replacement starts beside its old replica while the surge allows (the old one keeps serving
+   * until the new one is available), else in its place while enough stay available; otherwise the
+   * rollout waits for the next replica to turn ready. Returns whether outdated replicas remain.
+   */
+  private rollout(plans: readonly ReplicaPlan[], now: number): boolean {
+    // Surges done: an available replacement retires the old replica it replaces.
+    for (const [key, old] of this.rolling) {
+      const next = this.running.get(key);
+      if (next && next.plan.fingerprint !== old.plan.fingerprint && this.available(next, now)) {
+        this.rolling.delete(key);
+        this.log.info({ workload: old.replica.workload, location: old.replica.location, replica: old.replica.name }, 'replica replaced');
+        this.retire(old, Number.POSITIVE_INFINITY);
+      }
+    }
+    const groups = new Map<string, ReplicaPlan[]>();
+    for (const p of plans) {
+      const g = `${p.workload.key}\u0000${p.location.name}`;
+      let list = groups.get(g);
+      if (!list) groups.set(g, (list = []));
+      list.push(p);
+    }
+    let pending = this.rolling.size > 0;
+    for (const group of groups.values()) {
+      const outdated = group.filter((p) => {
+        const r = this.running.get(p.key);
+        return r !== undefined && r.plan.fingerprint !== p.fingerprint;
+      });
+      if (outdated.length === 0) continue;
+      pending = true;
+      const limits = rolloutLimits(group[0]!.workload.rollout, group.length);
+      let total = 0;
+      let available = 0;
+      for (const p of group) {
+        for (const r of [this.running.get(p.key), this.rolling.get(p.key)]) {
+          if (r === undefined) continue;
+          total++;
+          if (this.available(r, now) || (r.plan.fingerprint !== p.fingerprint && r.replica.ready)) available++;
+        }
+      }
+      for (const p of outdated) {
+        const old = this.running.get(p.key)!;
+        const step = rolloutStep(limits, group.length, total, available, old.replica.ready);
+        if (step.surge) {
+          // The old one keeps serving; its replacement is launched under its key below.
+          this.running.delete(p.key);
+          this.rolling.set(p.key, old);
+          total++;
+        } else if (step.replaceInPlace) {
+          this.running.delete(p.key);
+          if (old.replica.ready) available--;
+          this.log.info({ workload: old.replica.workload, location: old.replica.location, replica: old.replica.name }, 'replica changed; replacing it in place');
+          this.retire(old, Number.POSITIVE_INFINITY);
+        } else {
+          break;
+        }
+      }
+    }
+    return pending;
   }
 
   private retire(running: RunningReplica, capMs: number): void {
