@@ -187,8 +187,11 @@ t.test('apply(): scale up, restart on change, stop removed', async (t) => {
   t.equal(sup.processes().find((p) => p.replica === 'api-0')!.pid, pid0, 'api-0 untouched');
 
   await sup.apply(one({ ...base, containers: [app(SERVER, { env: [{ name: 'V', value: '2' }] })] }));
-  t.same(registry.list('demo/api', 'aws-us-east-2').map((r) => r.name), ['api-0'], 'scaled back to 1');
+  t.notOk(registry.list('demo/api', 'aws-us-east-2').some((r) => r.name === 'api-1'), 'api-1 removed at once');
+  // api-0 is rolled out: its replacement starts beside it, and the old one stops once the new is ready.
   await waitFor(() => sup.processes()[0]?.pid !== undefined, 30_000, 'restarted');
+  await waitFor(() => registry.list('demo/api', 'aws-us-east-2').length === 1, 30_000, 'the old api-0 replaced');
+  t.same(registry.list('demo/api', 'aws-us-east-2').map((r) => r.name), ['api-0'], 'scaled back to 1');
   t.not(sup.processes()[0]!.pid, pid0, 'changed container restarted');
   t.equal(sup.processes()[0]!.env.V, '2');
   await waitFor(() => !alive(pid0!), 30_000, 'old process stopped');
