@@ -229,9 +229,23 @@ export class Supervisor {
     }
     this.rolloutPending = this.rollout(plans, this.deps.clock.now());
     const launched: RunningReplica[] = [];
+    // `scalingPolicy: OrderedReady` (the default): replicas of a workload's location start in index
+    // order, each once the ones before it are ready (a StatefulSet's order); `Parallel`: at once.
+    const waitingOrder = new Set<string>();
     for (const plan of plans) {
       if (this.closed) break;
-      if (this.running.has(plan.key)) continue;
+      const ordered = (plan.workload.rollout?.scalingPolicy ?? 'OrderedReady') !== 'Parallel';
+      const group = `${plan.workload.key}\u0000${plan.location.name}`;
+      const present = this.running.get(plan.key);
+      if (present !== undefined) {
+        if (ordered && !present.replica.ready) waitingOrder.add(group);
+        continue;
+      }
+      if (ordered && waitingOrder.has(group)) {
+        this.rolloutPending = true;
+        continue;
+      }
+      if (ordered) waitingOrder.add(group);
       try {
         const running = await this.launch(plan);
         this.running.set(plan.key, running);

@@ -12,6 +12,7 @@ import type {
   Snapshot,
   WorkloadModel,
   WorkloadOptionsModel,
+  RolloutModel,
 } from '../../src/config/model.js';
 import { systemClock, type Deps } from '../../src/deps.js';
 
@@ -50,6 +51,7 @@ export interface WorkloadInput {
   readonly localOptions?: Readonly<Record<string, Partial<WorkloadOptionsModel>>>;
   readonly terminationGracePeriodSeconds?: number;
   readonly locations?: readonly string[];
+  readonly rollout?: RolloutModel;
 }
 
 export function workload(input: WorkloadInput, alias = 'abcdefghijklm'): WorkloadModel {
@@ -65,6 +67,7 @@ export function workload(input: WorkloadInput, alias = 'abcdefghijklm'): Workloa
     name: input.name,
     gvc,
     mesh: { bypassOutbound: false, discoverCrossGvcReplicas: false },
+    ...(input.rollout ? { rollout: input.rollout } : {}),
     type: 'standard',
     tags: {},
     containers,

@@ -174,6 +174,17 @@ t.test("stop(graceMs) caps the workload's grace period", async (t) => {
   t.ok(took >= 250 && took < 4000, `capped (${took} ms)`);
 });
 
+t.test('scalingPolicy: OrderedReady starts replicas one by one as each turns ready; Parallel at once', async (t) => {
+  const { sup, registry } = setup(t);
+  const list = (w: string): string[] => registry.list(`demo/${w}`, 'aws-us-east-2').map((r) => r.name);
+  await sup.apply(one({ name: 'ord', containers: [app(SERVER)], defaultOptions: { minScale: 3 } }));
+  t.same(list('ord'), ['ord-0'], 'OrderedReady: only the first starts');
+  await waitFor(() => list('ord').length === 3 && registry.list('demo/ord', 'aws-us-east-2').every((r) => r.ready), 30_000, 'all three, in order');
+  const { sup: sup2, registry: registry2 } = setup(t);
+  await sup2.apply(one({ name: 'par', containers: [app(SERVER)], defaultOptions: { minScale: 3 }, rollout: { scalingPolicy: 'Parallel' } }));
+  t.same(registry2.list('demo/par', 'aws-us-east-2').map((r) => r.name), ['par-0', 'par-1', 'par-2'], 'Parallel: all at once');
+});
+
 t.test('apply(): scale up, restart on change, stop removed', async (t) => {
   const { sup, registry } = setup(t);
   const base = { name: 'api', containers: [app(SERVER)] };
@@ -182,6 +193,9 @@ t.test('apply(): scale up, restart on change, stop removed', async (t) => {
   const pid0 = sup.processes()[0]!.pid;
 
   await sup.apply(one({ ...base, defaultOptions: { minScale: 2 } }));
+  // scalingPolicy OrderedReady (the default): api-1 starts once api-0 is ready.
+  await waitFor(() => registry.list('demo/api', 'aws-us-east-2').length === 2, 30_000, 'api-1 started after api-0 was ready');
+  t.ok(registry.list('demo/api', 'aws-us-east-2')[0]!.ready, 'api-0 was ready first');
   t.same(registry.list('demo/api', 'aws-us-east-2').map((r) => r.name), ['api-0', 'api-1'], 'scaled to 2');
   await waitFor(() => sup.processes().length === 2 && sup.processes().every((p) => p.pid !== undefined), 30_000, 'both started');
   t.equal(sup.processes().find((p) => p.replica === 'api-0')!.pid, pid0, 'api-0 untouched');
