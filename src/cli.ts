@@ -240,6 +240,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
   };
   if (role === 'ingress' && !options.location) throw new UsageError('svcproxy ingress needs --location NAME');
+  if (flags['listen-tls'] && !(flags['tls-cert'] && flags['tls-key'])) throw new UsageError('--listen-tls needs --tls-cert FILE and --tls-key FILE');
   if (role === 'sidecar') {
     const gvc = flags.gvc ?? env[`${prefix}GVC`];
     const workload = flags.workload ?? env[`${prefix}WORKLOAD`];
@@ -258,6 +259,12 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   const workers = workersFrom(flags);
   if (workers > 1 || cluster.isWorker) return runClustered(options, workers, graceMs);
   const runtime = await Runtime.start(options);
+  const locations = runtime.store.current.locations;
+  if (options.location !== undefined && locations.size > 0 && !locations.has(options.location)) {
+    // A mistyped location would route nothing local and probe every replica as remote: say so, and stop.
+    await runtime.stop(0);
+    throw new UsageError(`--location ${options.location} is not a location of the configuration (known: ${[...locations.keys()].sort().join(', ')})`);
+  }
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
   }

@@ -84,4 +84,11 @@ t.test('usage errors exit 2', async (t) => {
   t.equal(run(['validate']).code, 2);
   t.equal(run(['validate', '--no-such-flag']).code, 2);
   t.equal(run(['--help']).code, 0);
+  const file = configFile(good);
+  const tls = run(['ingress', '--config', file, '--location', 'aws-us-east-2', '--listen-tls', '127.0.0.1:0', '--admin', '127.0.0.1:0']);
+  t.equal(tls.code, 2, '--listen-tls without a certificate is a usage error');
+  t.match(tls.stderr, '--listen-tls needs --tls-cert FILE and --tls-key FILE');
+  const typo = run(['ingress', '--config', file, '--location', 'aws-us-east2', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0']);
+  t.equal(typo.code, 2, 'a mistyped --location is a usage error');
+  t.match(typo.stderr, /--location aws-us-east2 is not a location of the configuration \(known: .*aws-us-east-2/);
 });
