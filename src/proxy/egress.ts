@@ -6,7 +6,6 @@
  * second DNS answer cannot slip past the rules. Denied: 403 `blocked by firewall`, counted and
  * logged with the caller and the destination.
  */
-import net from 'node:net';
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -17,7 +16,7 @@ import { parseHostHeader } from '../routing/hosts.js';
 import type { HostPort } from '../routing/replicas.js';
 import type { Exchange } from './exchange.js';
 import { upstreamHeaders } from './headers.js';
-import { CONNECTION_ESTABLISHED, rejectUpgrade } from './tunnel.js';
+import { openTcpTunnel, rejectUpgrade } from './tunnel.js';
 import { ERRORS } from '../filter/index.js';
 
 export interface EgressOptions {
@@ -63,22 +62,13 @@ export class Egress {
         rejectUpgrade(socket, blocked.status, blocked.message, '', 'FIREWALL_BLOCKED');
         return;
       }
-      const upstream = net.connect({ host: address, port: dest.port, noDelay: true });
-      let connected = false;
-      upstream.once('connect', () => {
-        connected = true;
-        if (socket.destroyed) return void upstream.destroy();
-        socket.write(CONNECTION_ESTABLISHED);
-        if (head.length) upstream.write(head);
-        upstream.pipe(socket);
-        socket.pipe(upstream);
-      });
-      upstream.on('error', () => {
-        if (connected || socket.destroyed) return void socket.destroy();
-        const reset = ERRORS.UPSTREAM_RESET;
-        rejectUpgrade(socket, reset.status, reset.message, '', 'UPSTREAM_RESET');
-      });
-      socket.once('close', () => upstream.destroy());
+      openTcpTunnel(socket, head, { host: address, port: dest.port }, {
+        connected: () => undefined,
+        failed: () => {
+          const reset = ERRORS.UPSTREAM_RESET;
+          rejectUpgrade(socket, reset.status, reset.message, '', 'UPSTREAM_RESET');
+        },
+      }, true);
     });
   }
 

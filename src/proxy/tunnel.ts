@@ -82,6 +82,33 @@ export function rejectUpgrade(socket: Duplex, status: number, message: string, i
 }
 
 /** What a relayed CONNECT learned from the sidecar's answer. */
+/**
+ * A CONNECT answered by a TCP connection to `target`: once connected, `connected` (the tunnel's
+ * bookkeeping), then 200 and the client's early bytes, and the two sockets piped; `failed` when the
+ * connect fails before that (nothing was sent to the client); either side closing ends both.
+ */
+export function openTcpTunnel(
+  socket: Duplex, head: Buffer, target: HostPort,
+  hooks: { connected(upstream: net.Socket): void; failed(): void }, noDelay = false,
+): void {
+  const upstream = net.connect({ host: target.host, port: target.port, noDelay });
+  let connected = false;
+  upstream.once('connect', () => {
+    connected = true;
+    if (socket.destroyed) return void upstream.destroy();
+    hooks.connected(upstream);
+    socket.write(CONNECTION_ESTABLISHED);
+    if (head.length) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.on('error', () => {
+    if (!connected && !socket.destroyed) hooks.failed();
+    else socket.destroy();
+  });
+  socket.once('close', () => upstream.destroy());
+}
+
 export interface RelayedAnswer {
   readonly status: number;
   readonly headerBytes: number;

@@ -15,7 +15,6 @@
  * Never an open proxy: anything but a workload's `tcp` port gets 404.
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
-import net from 'node:net';
 import https from 'node:https';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
@@ -35,7 +34,7 @@ import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } 
 import { newRequestId, validRequestId } from './request-id.js';
 import { protocolOf, type RouteTable } from './routes.js';
 import { problemReply, requestProblem } from './sanitize.js';
-import { CONNECTION_ESTABLISHED, headerBytes, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
+import { headerBytes, openTcpTunnel, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
 import { sanitizeSet, type Hop, type MeshAdmission, type MeshInbound } from './mesh-peer.js';
 import { proxyWebSocket } from './websocket.js';
@@ -343,24 +342,15 @@ export class Tunnels {
   /** CONNECT to the app's `tcp` port: a TCP connection, then 200 and the bytes piped. */
   private open(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort): void {
     this.attemptStart(ex, target, undefined);
-    const upstream = net.connect(target.port, target.host);
-    let connected = false;
-    upstream.once('connect', () => {
-      connected = true;
-      if (socket.destroyed) return void upstream.destroy();
-      ex.tunnel!.carry(upstream, 0, 0);
-      this.answered(ex, 200);
-      socket.write(CONNECTION_ESTABLISHED);
-      if (head.length) upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
+    openTcpTunnel(socket, head, target, {
+      connected: (upstream) => {
+        ex.tunnel!.carry(upstream, 0, 0);
+        this.answered(ex, 200);
+      },
+      failed: () => this.unreachable(ex, socket, false),
     });
-    upstream.on('error', () => {
-      if (!connected) this.unreachable(ex, socket, false);
-      else socket.destroy();
-    });
-    socket.once('close', () => upstream.destroy());
   }
+
 
   /** CONNECT through the replica's sidecar: the request re-issued with its headers, the answer relayed. */
   private relay(ex: Exchange, socket: Duplex, head: Buffer, target: HostPort, mesh?: tls.ConnectionOptions): void {
