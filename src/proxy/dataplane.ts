@@ -39,7 +39,8 @@ import { ReplayableBody } from '../retry/replay.js';
 import { OutlierDetector } from '../routing/outlier.js';
 import type { Role } from './telemetry.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
-import type { ListenerHandlers } from './listener.js';
+import { DEFAULT_LIMITS, sniff, type ListenerHandlers } from './listener.js';
+import type { Socket } from 'node:net';
 import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
@@ -236,23 +237,10 @@ export class DataPlane implements ExchangeObserver {
         } else if (target.kind !== 'domain' && protocolOf(findPort(target.workload, 'port' in target ? target.port : undefined)) !== 'tcp') {
           const servers = (tunnelled ??= tunnelServers(request, upgrade));
           socket.write(CONNECTION_ESTABLISHED);
-          // HTTP/1.1 or HTTP/2 with prior knowledge (gRPC clients behind a proxy): the first bytes say.
-          const hand = (first: Buffer): void => {
-            socket.unshift(first);
-            // The HTTP/2 session reads the unshifted bytes itself; the HTTP/1.1 server needs them flowing.
-            if (isHttp2Preface(first)) servers.h2.emit('connection', socket);
-            else {
-              servers.h1.emit('connection', socket);
-              (socket as Duplex).resume();
-            }
-          };
-          if (head.length > 0) hand(head);
-          else {
-            socket.once('data', (chunk: Buffer) => {
-              (socket as Duplex).pause();
-              hand(chunk);
-            });
-          }
+          if (head.length > 0) socket.unshift(head);
+          // HTTP/1.1 or HTTP/2 with prior knowledge (gRPC clients behind a proxy): the first bytes
+          // say, as on the listener itself.
+          sniff(socket as Socket, servers.h1, servers.h2, DEFAULT_LIMITS.headersTimeoutMs, undefined);
           return;
         }
         this.tunnels.connect(req, socket, head, listener.port, false, 'mesh', caller);
@@ -272,8 +260,6 @@ export class DataPlane implements ExchangeObserver {
       connect: (req, socket, head) => this.tunnels.meshInboundConnect(req, socket, head, identity, listener.port, this.meshGate(identity)),
     };
   }
-
-
 
   /** A standalone sidecar's inbound listener: filters, then the app. */
   sidecarHandlers(identity: SidecarIdentity, listener: { port: number; tls: boolean }): ListenerHandlers {
@@ -878,17 +864,13 @@ export class DataPlane implements ExchangeObserver {
   /** `svcproxy_mesh_requests_total`: reported by the caller's side and by the target's. */
   private countMesh(ex: Exchange, status: number): void {
     const target = ex.workload;
-    let source: { workload?: string; gvc?: string } | undefined;
-    let reporter: string;
-    if (ex.meshCaller === undefined) {
-      reporter = 'destination';
-      const id = ex.sourceIdentity;
-      source = { workload: id?.workload, gvc: id?.gvc };
-    } else {
-      reporter = 'source';
-      const key = ex.meshCaller?.workload;
-      source = key === undefined ? {} : { workload: key.slice(key.indexOf('/') + 1), gvc: ex.meshCaller?.gvc };
-    }
+    const caller = ex.meshCaller;
+    // At the target, the verified caller; at the caller's side, itself.
+    const reporter = caller === undefined ? 'destination' : 'source';
+    const key = caller?.workload;
+    const source = caller === undefined
+      ? { workload: ex.sourceIdentity?.workload, gvc: ex.sourceIdentity?.gvc }
+      : { workload: key?.slice(key.indexOf('/') + 1), gvc: caller.gvc };
     this.opts.metrics.meshRequests.inc({
       reporter,
       source_workload: source.workload ?? 'unknown',
@@ -946,13 +928,6 @@ interface TunnelServers {
   readonly h2: http2.Http2Server;
 }
 
-const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-
-function isHttp2Preface(first: Buffer): boolean {
-  const n = Math.min(first.length, HTTP2_PREFACE.length);
-  return n > 0 && first.subarray(0, n).equals(HTTP2_PREFACE.subarray(0, n));
-}
-
 /** Servers for the connections CONNECT handed over (they never listen themselves). */
 function tunnelServers(request: (req: DownstreamRequest, res: DownstreamResponse) => void, upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): TunnelServers {
   const h1 = http.createServer({ maxHeaderSize: 64 * 1024 }, request);
@@ -965,7 +940,6 @@ function tunnelServers(request: (req: DownstreamRequest, res: DownstreamResponse
   return { h1, h2 };
 }
 
-/** The replica's own loopback as proxy clients name it: `localhost` and NO_PROXY's two addresses. */
 /** The ready, not ejected replica with the fewest requests in flight, if it is under `cap`. */
 function underCap(list: readonly Replica[], cap: number, now: number, includeNotReady: boolean): Replica | undefined {
   let best: Replica | undefined;
@@ -976,6 +950,7 @@ function underCap(list: readonly Replica[], cap: number, now: number, includeNot
   return best;
 }
 
+/** The replica's own loopback as proxy clients name it: `localhost` and NO_PROXY's two addresses. */
 function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '127.0.0.1' || host === '::1';
 }

@@ -59,7 +59,8 @@ export interface ListenerOptions {
    * fails the handshake). `setCredentials` swaps in renewed credentials for new connections.
    */
   mtls?: MeshServerCredentials;
-  handlers: ListenerHandlers;
+  /** The handlers, or what makes them from the bound listener (when they need its port). */
+  handlers: ListenerHandlers | ((listener: Listener) => ListenerHandlers);
   limits?: ListenerLimits;
   /** Told about what the limits turned away (for metrics). */
   events?: ListenerEvents;
@@ -158,7 +159,15 @@ function growSessionWindow(session: http2.ServerHttp2Session): void {
 }
 
 export async function listen(opts: ListenerOptions): Promise<Listener> {
-  const { handlers, events } = opts;
+  const { events } = opts;
+  const given = opts.handlers;
+  let made: ListenerHandlers | undefined;
+  // Made after binding: until then (no connection can arrive), calls go through this indirection.
+  const handlers: ListenerHandlers = typeof given !== 'function' ? given : {
+    request: (req, res) => made!.request(req, res),
+    upgrade: (req, socket, head) => made!.upgrade?.(req, socket, head),
+    connect: (req, socket, head) => made!.connect?.(req, socket, head),
+  };
   const limits: Required<ListenerLimits> = { ...DEFAULT_LIMITS };
   for (const [k, v] of Object.entries(opts.limits ?? {})) if (v !== undefined) (limits as Record<string, number>)[k] = v;
   const sockets = new Set<Duplex>();
@@ -299,7 +308,7 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
   const addr = outer.address() as net.AddressInfo;
 
   let idleSweep: NodeJS.Timeout | undefined;
-  return {
+  const listener: Listener = {
     address: { host: addr.address, port: addr.port },
     tls: Boolean(opts.tls || opts.mtls),
     setCredentials: (c) => secureServer?.setSecureContext({ ...c, minVersion: 'TLSv1.3', ciphers: MESH_CIPHERSUITES, honorCipherOrder: true }),
@@ -338,6 +347,8 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
       h1.close(() => undefined);
     },
   };
+  if (typeof given === 'function') made = given(listener);
+  return listener;
 }
 
 /**
@@ -371,8 +382,11 @@ function inFlightResponse(socket: Duplex): http.ServerResponse | null | undefine
   return (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
 }
 
-/** Peek at the first bytes and hand the socket to the server that speaks its protocol. */
-function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number, quick: DownstreamOptions | undefined): void {
+/**
+ * Peek at the first bytes and hand the socket to the server that speaks its protocol (also used for
+ * the connections a mesh listener's CONNECT hands over: src/proxy/dataplane.ts).
+ */
+export function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number, quick: DownstreamOptions | undefined): void {
   let seen: Buffer | undefined;
   const onData = (chunk: Buffer): void => {
     const data = seen ? Buffer.concat([seen, chunk]) : chunk;

@@ -347,19 +347,12 @@ export class Runtime {
     ];
     for (const spec of specs) {
       const { host, port } = parseHostPort(spec.address);
-      let handlers: ListenerHandlers | undefined;
-      const lazy: ListenerHandlers = {
-        request: (req, res) => handlers!.request(req, res),
-        upgrade: (req, socket, head) => handlers!.upgrade?.(req, socket, head),
-        connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
-      };
       if (spec.tls && !tls) throw new Error(`--listen-tls ${spec.address} needs --tls-cert and --tls-key`);
       const listener = await listen({
-        host, port, handlers: lazy, ...(spec.tls && tls ? { tls } : {}),
+        host, port, handlers: (bound) => this.handlersFor(spec.mesh, bound), ...(spec.tls && tls ? { tls } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         events: { connectionRejected: () => this.overload?.connectionRejected(), sessionCalmed: () => this.overload?.sessionClosed() },
       });
-      handlers = this.handlersFor(spec.mesh, listener);
       (spec.mesh ? this.meshListeners : this.listeners).push(listener);
     }
     for (const address of opts.meshInbound ?? []) await this.bindMeshInbound(address);
@@ -511,20 +504,14 @@ function replicaIndex(name: string): number {
  */
 export async function startMeshInbound(address: string, identity: MeshInbound, source: CredentialSource, runtime: Runtime): Promise<Listener> {
   const { host, port } = parseHostPort(address);
-  let handlers: ListenerHandlers | undefined;
   const pem = (c: MeshCredentials) => ({ cert: c.certPem, key: c.keyPem, ca: c.caPem });
   const listener = await listen({
     host, port,
     mtls: pem(source.current()),
-    handlers: {
-      request: (req, res) => handlers!.request(req, res),
-      upgrade: (req, socket, head) => handlers!.upgrade?.(req, socket, head),
-      connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
-    },
+    handlers: (bound) => runtime.dataplane.meshInboundHandlers(identity, { port: bound.address.port }),
     ...(runtime.opts.limits ? { limits: runtime.opts.limits } : {}),
     events: runtime.meshListenerEvents(),
   });
-  handlers = runtime.dataplane.meshInboundHandlers(identity, { port: listener.address.port });
   const unsubscribe = source.onChange((c) => listener.setCredentials(pem(c)));
   const destroy = listener.destroy.bind(listener);
   return Object.assign(listener, { destroy: () => { unsubscribe(); destroy(); } });

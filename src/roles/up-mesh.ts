@@ -90,17 +90,11 @@ export class UpMesh implements ReplicaMeshes {
     try {
       listeners.push(await startMeshInbound('127.0.0.1:0', identity, credentials, runtime));
       const caller: OutboundCaller = { workload: workload.key, gvc: workload.gvc, tls, sibling: (c, p) => replica.sibling(c, p) };
-      let handlers: ReturnType<Runtime['dataplane']['meshHandlers']> | undefined;
       const outbound = await listen({
         host: '127.0.0.1', port: 0,
-        handlers: {
-          request: (req, res) => handlers!.request(req, res),
-          upgrade: (req, socket, head) => handlers!.upgrade?.(req, socket, head),
-          connect: (req, socket, head) => handlers!.connect?.(req, socket, head),
-        },
+        handlers: (bound) => runtime.dataplane.meshHandlers({ port: bound.address.port }, caller),
         ...(runtime.opts.limits ? { limits: runtime.opts.limits } : {}),
       });
-      handlers = runtime.dataplane.meshHandlers({ port: outbound.address.port }, caller);
       listeners.push(outbound);
     } catch (err) {
       await detach();
