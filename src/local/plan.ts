@@ -58,13 +58,22 @@ function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
   return workloadVersion({ key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
 }
 
+/** The containers `up` runs a process for (those with a `command`). */
+function runnableContainers(workload: WorkloadModel): ContainerModel[] {
+  return workload.containers.filter((c) => c.command !== undefined && c.command !== '');
+}
+
+/** Whether `up` runs processes for the workload at all: a command to run, not suspended, not ignored. */
+export function upRuns(workload: WorkloadModel, vendor: string): boolean {
+  return !workload.globallySuspended && !isIgnored(workload, vendor) && runnableContainers(workload).length > 0;
+}
+
 export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): ReplicaPlan[] {
   const plans: ReplicaPlan[] = [];
   for (const workload of snapshot.workloads.values()) {
     const gvc = snapshot.gvcs.get(workload.gvc);
-    const containers = workload.containers.filter((c) => c.command !== undefined && c.command !== '');
-    if (gvc === undefined || containers.length === 0 || workload.globallySuspended) continue;
-    if (isIgnored(workload, snapshot.settings.vendor)) continue;
+    if (gvc === undefined || !upRuns(workload, snapshot.settings.vendor)) continue;
+    const containers = runnableContainers(workload);
     const version = versionOf(snapshot, workload);
     for (const locationName of gvc.locations) {
       const options = workload.locationOptions.get(locationName) ?? workload.defaultOptions;

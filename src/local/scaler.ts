@@ -10,10 +10,10 @@
  */
 import type { Logger } from 'pino';
 import type { Snapshot, WorkloadModel, WorkloadOptionsModel } from '../config/model.js';
-import { isIgnored } from '../config/compile-workload.js';
 import type { Clock, Timer } from '../deps.js';
 import type { ReplicaRegistry } from '../routing/replicas.js';
 import { INITIAL_SCALE_STATE, decideScale, type ScaleState } from './autoscale.js';
+import { upRuns } from './plan.js';
 
 export interface ScalerOptions {
   readonly snapshot: () => Snapshot;
@@ -144,9 +144,8 @@ export class Scaler {
     return !options.suspend && options.maxScale > 0;
   }
 
-  /** A workload `up` runs processes for and may scale (not suspended, not ignored, a command to run). */
+  /** A workload `up` runs processes for and may scale (the plan's rule). */
   private runnable(model: WorkloadModel, snapshot: Snapshot): boolean {
-    if (model.globallySuspended || isIgnored(model, snapshot.settings.vendor)) return false;
-    return model.containers.some((c) => c.command !== undefined && c.command !== '');
+    return upRuns(model, snapshot.settings.vendor);
   }
 }
