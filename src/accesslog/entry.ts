@@ -8,6 +8,7 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Exchange } from '../proxy/exchange.js';
+import { parseSubjectAltName } from '../mesh/index.js';
 import type { HostPort } from '../routing/replicas.js';
 import type { AccessLogSpec } from './config.js';
 import type { DurationMessage, HttpAccessLogEntry, SocketAddressMessage } from './proto.js';
@@ -127,11 +128,10 @@ const TLS_VERSIONS: Record<string, string> = { TLSv1: 'TLSv1', 'TLSv1.1': 'TLSv1
 
 /** `subjectaltname` text → Envoy's SubjectAltName list (URI and DNS entries). */
 function sans(text: string | undefined): { uri?: string; dns?: string }[] {
-  if (!text) return [];
   const out: { uri?: string; dns?: string }[] = [];
-  for (const part of text.split(', ')) {
-    if (part.startsWith('URI:')) out.push({ uri: part.slice(4) });
-    else if (part.startsWith('DNS:')) out.push({ dns: part.slice(4) });
+  for (const e of parseSubjectAltName(text ?? '') ?? []) {
+    if (e.type === 'URI') out.push({ uri: e.value });
+    else if (e.type === 'DNS') out.push({ dns: e.value });
   }
   return out;
 }

@@ -12,6 +12,7 @@
  */
 import type { TLSSocket } from 'node:tls';
 import type { X509Certificate } from 'node:crypto';
+import { parseSubjectAltName as readSubjectAltName } from '../mesh/index.js';
 import { strippedAtEdge, type ExchangeView } from '../filter/index.js';
 import { wellFormed, wireString, utf8Body } from './utf8.js';
 
@@ -197,22 +198,12 @@ export function principalOf(cert: Pick<X509Certificate, 'subjectAltName' | 'subj
   return wellFormed(rfc2253(cert.subject ?? ''));
 }
 
-/** `DNS:a.example, URI:spiffe://x` (Node quotes values that contain separators) → entries. */
+/**
+ * `DNS:a.example, URI:spiffe://x` (Node quotes values that contain separators) → entries; the mesh's
+ * reader (tested against what Node reports), none when the list cannot be read.
+ */
 export function parseSubjectAltName(s: string): { type: string; value: string }[] {
-  const out: { type: string; value: string }[] = [];
-  const re = /(?:^|,\s*)([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)/g;
-  for (const m of s.matchAll(re)) {
-    let value = m[2]!;
-    if (value.startsWith('"')) {
-      try {
-        value = JSON.parse(value) as string;
-      } catch {
-        value = value.slice(1, -1);
-      }
-    }
-    out.push({ type: m[1]!.trim(), value });
-  }
-  return out;
+  return readSubjectAltName(s) ?? [];
 }
 
 /** Node's subject (`C=US\nO=Acme\nCN=client`, issuer order) in RFC 2253 form (`CN=client,O=Acme,C=US`). */
