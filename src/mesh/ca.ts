@@ -266,8 +266,14 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export async function issuedCredentials(ca: CertificateIssuer, uri: string, ttlMs: number, deps: { clock: Clock; logger: Logger }): Promise<CredentialSource> {
   const { clock, logger } = deps;
+  /**
+   * Two thirds into the ttl, and at least a sixth of it before the certificate ends: its notAfter is
+   * whole seconds rounded down, so a short ttl's certificate (`--mesh-cert-ttl 3s`) can end up to a
+   * second early, which left a renewal at two thirds no time at all on a busy machine.
+   */
+  const renewalAt = (issuedAt: number, c: MeshCredentials): number => Math.min(issuedAt + (ttlMs * 2) / 3, c.notAfter - ttlMs / 6);
   let current = await ca.issue(uri, ttlMs);
-  let renewAt = clock.wallNow() + (ttlMs * 2) / 3;
+  let renewAt = renewalAt(clock.wallNow(), current);
   let backoff = 1000;
   let timer: Timer | undefined;
   let closed = false;
@@ -285,7 +291,7 @@ export async function issuedCredentials(ca: CertificateIssuer, uri: string, ttlM
       const next = await ca.issue(uri, ttlMs);
       if (closed) return;
       current = next;
-      renewAt = clock.wallNow() + (ttlMs * 2) / 3;
+      renewAt = renewalAt(clock.wallNow(), next);
       backoff = 1000;
       schedule(renewAt - clock.wallNow());
       listeners.emit(next);
