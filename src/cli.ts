@@ -61,6 +61,8 @@ Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DO
   --internal-domain D     default internal.localhost
   --vendor NAME           tag/header/env prefix (default svc: svc/…, x-svc-…, SVC_…)
   --tracing-collector HOST:PORT  OTLP collector for spec.tracing.provider.controlplane
+  --dns-server HOST:PORT  DNS servers for deployment replicas named by DNS (repeatable;
+                          default: the system's resolvers)
   --log-dir DIR           where "up" writes and "logs" reads workload logs (default .svcproxy/logs)
   --headers-timeout D     time a client has to send a request head (default 66s; slowloris: 408)
   --idle-timeout D        a connection with no request in flight is closed after D (default 65s)

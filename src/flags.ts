@@ -43,6 +43,7 @@ export const OPTIONS = {
   until: { type: 'string' },
   container: { type: 'string' },
   'tracing-collector': { type: 'string' },
+  'dns-server': { type: 'string', multiple: true },
   'headers-timeout': { type: 'string' },
   'idle-timeout': { type: 'string' },
   'max-connections': { type: 'string' },
