@@ -238,6 +238,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     admin: flags.admin ?? '127.0.0.1:9901',
     logger,
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
+    ...(flags['dns-server'] ? { dnsServers: flags['dns-server'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
   };

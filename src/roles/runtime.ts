@@ -78,6 +78,8 @@ export interface RuntimeOptions {
   readonly maxHeldPerWorkload?: number;
   /** The `--workers` slot this process serves, for the per-worker metric (src/cluster). */
   readonly worker?: string;
+  /** `--dns-server HOST:PORT`: the servers asked for deployment replicas named by DNS; absent: the system's. */
+  readonly dnsServers?: readonly string[];
 }
 
 /**
