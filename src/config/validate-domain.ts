@@ -10,6 +10,7 @@ import type { RawRecord } from './records.js';
 import {
   anyObject, arr, bool, exactlyOne, int, isAbsent, isObject, item, mapOf, member, obj, objectAt, oneOf, str, type Check, type Report,
 } from './schema.js';
+import { discoveredNameOf } from '../discovery/names.js';
 import { checkGvc, checkLinkOrg, gvcLink, hostPort, locationRef, regex, workloadLink } from './validate-common.js';
 import { isScalar } from './values.js';
 
@@ -145,6 +146,10 @@ export function checkDeploymentRefs(record: RawRecord, catalog: Catalog, r: Repo
       if (typeof n !== 'string') return;
       if (names.has(n)) r.error(`${at}.replicas[${j}].name`, `duplicate replica name ${n} in this location`);
       names.add(n);
+      const rp = rep as { address?: unknown; sidecar?: unknown; mesh?: unknown };
+      if (typeof rp.address !== 'string') return;
+      const dns = discoveredNameOf({ address: rp.address, ...(typeof rp.sidecar === 'string' ? { sidecar: rp.sidecar } : {}), ...(typeof rp.mesh === 'string' ? { mesh: rp.mesh } : {}) });
+      if (dns.error) r.error(`${at}.replicas[${j}]`, dns.error);
     });
   });
 }
