@@ -257,8 +257,8 @@ t.test('files and folders: one domain each, every error of every file', async (t
   t.same(fromMemory.ok ? [] : fromMemory.errors, ['y.yaml: domain: "x" is already defined in x.yaml']);
 });
 
-t.test('the rules example of README.md parses and means what it says', async (t) => {
-  const doc = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+t.test('the rules example of docs/rate-limiting.md parses and means what it says', async (t) => {
+  const doc = readFileSync(new URL('../../docs/rate-limiting.md', import.meta.url), 'utf8');
   const example = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith('domain:'));
   t.ok(example, 'the example is there');
   const d = domainOf(example!);

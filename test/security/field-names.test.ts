@@ -1,5 +1,5 @@
 /**
- * Field-level decisions at the edge where proxies differ (README "Hostile input"):
+ * Field-level decisions at the edge where proxies differ (docs/reliability.md, "Hostile input"):
  * - names with underscores are forwarded (Envoy's default), except those that, spelled with dashes,
  *   name a header the proxy sets or strips (`x_forwarded_for`, `x-svc_debug`, ...): CGI-style servers
  *   read both spellings as one variable. `x-forwarded-client-cert` from a client is always removed;
