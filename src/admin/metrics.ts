@@ -38,6 +38,10 @@ export class Metrics {
   readonly meshHandshakes: Counter<'side'>;
   /** mTLS handshakes an mTLS listener refused, by reason. */
   readonly meshHandshakeFailures: Counter<'reason'>;
+  /** Lookups of the DNS names of deployment replicas (DESIGN §8b), by outcome (answer, empty, failure). */
+  readonly dnsLookups: Counter<'name' | 'outcome'>;
+  /** Addresses (replicas) each such name has now: its last answer, kept through failures. */
+  readonly dnsAddresses: Gauge<'name'>;
   /** Requests and tunnels through a caller's outbound listener to destinations outside the mesh. */
   readonly egressRequests: Counter<'source_workload' | 'source_gvc' | 'outcome'>;
   /**
@@ -46,6 +50,12 @@ export class Metrics {
    */
   private readonly requestCounts = new Map<string, Map<string, number[]>>();
   private readonly latencyChildren = new Map<string, Observer>();
+
+  /** One lookup of a deployment replica's DNS name and the addresses now in use for it. */
+  observeDns(name: string, outcome: 'answer' | 'empty' | 'failure', addresses: number): void {
+    this.dnsLookups.labels(name, outcome).inc();
+    this.dnsAddresses.labels(name).set(addresses);
+  }
 
   constructor(opts: {
     defaultMetrics?: boolean;
@@ -117,6 +127,19 @@ export class Metrics {
       help: 'Upstream attempts retried',
       labelNames: ['workload'],
       registers,
+    });
+    this.dnsLookups = new Counter({
+      name: 'svcproxy_dns_lookups_total',
+      help: 'Lookups of the DNS names of deployment replicas, by name and outcome (answer, empty: the name has no address, failure: the last answer was kept)',
+      labelNames: ['name', 'outcome'],
+      registers,
+    });
+    this.dnsAddresses = new Gauge({
+      name: 'svcproxy_dns_addresses',
+      help: 'Addresses in the answer in use for each DNS name of deployment replicas',
+      labelNames: ['name'],
+      registers,
+      aggregator: 'min',
     });
     this.meshRequests = new Counter({
       name: 'svcproxy_mesh_requests_total',

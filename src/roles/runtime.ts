@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { ProbeModel, Settings, Snapshot } from '../config/model.js';
+import type { DeploymentReplicaModel, ProbeModel, Settings, Snapshot } from '../config/model.js';
 import { ConfigStore } from '../config/index.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
@@ -25,7 +25,10 @@ import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../
 import { healthSamples, workloadStatuses, type WorkloadStatus } from '../local/workloads.js';
 import type { UpReplicaState } from '../local/supervisor.js';
 import { LatencyProber } from '../routing/latency.js';
-import { parseHostPort } from '../address.js';
+import { formatHostPort, parseHostPort } from '../address.js';
+import { UsageError } from '../flags.js';
+import { DnsDiscovery, checkDnsServer, dnsLookup } from '../discovery/dns.js';
+import { discoveredNameOf } from '../discovery/names.js';
 import { fileCredentials, uriSanOf, workloadUri, type CredentialSource, type MeshCredentials } from '../mesh/index.js';
 import { MeshTlsClient } from '../proxy/mesh-tls.js';
 import type { MeshInbound, OutboundCaller } from '../proxy/mesh-peer.js';
@@ -136,6 +139,8 @@ export class Runtime {
   private readonly traffic = new Map<string, WorkloadTraffic>();
   /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
   private readonly quietSlots: QuietSlots;
+  /** Follows the DNS names of deployment replicas (DESIGN §8b); made when first needed. */
+  private dns: DnsDiscovery | undefined;
   private listening = false;
   private stopping = false;
 
@@ -151,6 +156,11 @@ export class Runtime {
   }
 
   static async start(opts: RuntimeOptions): Promise<Runtime> {
+    try {
+      for (const server of opts.dnsServers ?? []) checkDnsServer(server);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
     const deps: Deps = {
       clock: opts.deps?.clock ?? systemClock,
       random: opts.deps?.random ?? Math.random,
@@ -208,6 +218,8 @@ export class Runtime {
     overload.start();
     prober.start();
     runtime.applyDeployments(store.current);
+    // Replicas named by DNS are known before the listeners open (or their first lookup failed, logged).
+    await runtime.dns?.firstLookups();
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
     store.on('rejected', () => metrics.configReloads.labels('rejected').inc());
     if (opts.watch !== false && opts.configPaths?.length) store.watch();
@@ -237,11 +249,18 @@ export class Runtime {
     if (ownWorkloadOnly(this.opts) !== undefined) return;
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
+    const expanded = new Map<string, DeploymentReplicaModel[]>();
+    const names = new Set<string>();
     let total = 0;
-    for (const list of snapshot.deployments.values()) total += list.length;
+    for (const [key, list] of snapshot.deployments) {
+      const out = this.expandByDns(list, names);
+      expanded.set(key, out);
+      total += out.length;
+    }
+    this.dns?.track(names);
     const replicas: Replica[] = [];
     const probeDeps = { ...this.deps, registry: this.replicas, logger: this.opts.logger };
-    for (const [key, list] of snapshot.deployments) {
+    for (const [key, list] of expanded) {
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
       let traffic = this.traffic.get(key);
@@ -251,10 +270,13 @@ export class Runtime {
       const probe = workload.containers[0]?.readinessProbe;
       const probeIdentity = JSON.stringify(probe ?? null);
       for (const d of list) {
-        const identity = JSON.stringify([key, d.location, d.name, d.index, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
+        // Not the index: a replica found by DNS keeps its object (readiness, probe, requests in
+        // flight) when another address comes or goes and its place in the answer moves.
+        const identity = JSON.stringify([key, d.location, d.name, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
         let deployed = previous.get(identity);
         if (deployed) {
           previous.delete(identity);
+          deployed.replica.index = d.index;
         } else {
           const app = parseHostPort(d.address);
           const replica: Replica = {
@@ -279,6 +301,8 @@ export class Runtime {
         replicas.push(deployed.replica);
       }
     }
+    // Gone (a record changed, or an address left its name's answer): out of rotation now; the
+    // pools finish the requests in flight before they close (Upstreams.forget).
     for (const gone of previous.values()) {
       gone.stop();
       const upstreams = this.dataplane.upstreams;
@@ -289,6 +313,56 @@ export class Runtime {
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.deployed = next;
     this.replicas.replace('deployment', replicas);
+  }
+
+  /**
+   * A workload's deployment replicas with every entry named by DNS replaced by one replica per address
+   * of its name's last answer (`NAME@ADDRESS`, in address order; none before the first answer), and
+   * each location's replicas numbered again in that order. Collects the names into `names`.
+   */
+  private expandByDns(list: readonly DeploymentReplicaModel[], names: Set<string>): DeploymentReplicaModel[] {
+    const out: DeploymentReplicaModel[] = [];
+    const next = new Map<string, number>();
+    const place = (d: DeploymentReplicaModel): void => {
+      const index = next.get(d.location) ?? 0;
+      next.set(d.location, index + 1);
+      out.push(index === d.index ? d : { ...d, index });
+    };
+    for (const d of list) {
+      const { name } = discoveredNameOf(d);
+      if (name === undefined) {
+        place(d);
+        continue;
+      }
+      names.add(name);
+      this.dns ??= this.openDns();
+      for (const ip of this.dns.addresses(name) ?? []) {
+        const at = (address: string | undefined): string | undefined =>
+          address === undefined ? undefined : formatHostPort({ host: ip, port: parseHostPort(address).port });
+        place({
+          ...d,
+          name: `${d.name}@${ip}`,
+          address: at(d.address)!,
+          ...(d.sidecar !== undefined ? { sidecar: at(d.sidecar)! } : {}),
+          ...(d.mesh !== undefined ? { mesh: at(d.mesh)! } : {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  /** The DNS follower, made when a deployment first names a replica by DNS. */
+  private openDns(): DnsDiscovery {
+    const dns = new DnsDiscovery({
+      lookup: dnsLookup(this.opts.dnsServers),
+      clock: this.deps.clock,
+      logger: this.opts.logger.child({ component: 'dns' }),
+      observe: (name, outcome, addresses) => this.metrics.observeDns(name, outcome, addresses),
+    });
+    dns.on('change', () => {
+      if (!this.stopping) this.applyDeployments(this.store.current);
+    });
+    return dns;
   }
 
   /** The mesh identity of this process (`--mesh-cert`...), checked against the sidecar's workload. */
@@ -475,6 +549,7 @@ export class Runtime {
     if (!this.opts.meshCredentials) this.meshCredentials?.close();
     for (const d of this.deployed.values()) d.stop();
     this.deployed.clear();
+    this.dns?.close();
     this.prober?.stop();
     this.overload?.stop();
     this.store.close();

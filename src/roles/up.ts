@@ -173,6 +173,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
     ...(flags['mesh-cert-ttl'] ? { meshCertTtlMs: meshCertTtl(flags['mesh-cert-ttl']) } : {}),
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
+    ...(flags['dns-server'] ? { dnsServers: flags['dns-server'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     onHealthChange: (change) => process.stdout.write(`${healthLine(change)}\n`),
   };

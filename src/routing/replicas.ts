@@ -19,8 +19,11 @@ export interface Replica {
   readonly location: string;
   /** `W-N` for replicas that `up` starts; the deployment record's name otherwise. */
   readonly name: string;
-  /** N in replica-direct host names: position in its location. */
-  readonly index: number;
+  /**
+   * N in replica-direct host names: position in its location. A replica found by DNS takes its place
+   * in its name's sorted answer, so N moves when the answer does (the registry re-sorts on `replace`).
+   */
+  index: number;
   /** Declared container port number → where the replica really listens for it. */
   readonly ports: ReadonlyMap<number, HostPort>;
   /** The replica's own sidecar; absent: the ingress applies the sidecar pipeline in-process. */
