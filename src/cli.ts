@@ -1,7 +1,10 @@
 /**
  * The command-line entry (DESIGN §3): parses flags (each also an environment variable
  * `SVCPROXY_<NAME>`), then runs one role: `up`, `ingress`, `sidecar`, `ratelimit`, `validate` or
- * `endpoints`. Usage errors exit 2, invalid configuration exits 1 with every error on stderr as
+ * `endpoints` (`logs` reads what `up` wrote). Each command takes the flags src/flags.ts's FLAG_HELP
+ * gives it, and `--help` prints its usage from there (src/help.ts). A usage error (an unknown or
+ * refused flag, a missing or bad value, an unknown command) prints `svcproxy: MESSAGE` and one hint
+ * line and exits 2; invalid configuration exits 1 with every error on stderr as
  * `kind/name: json.path: what is wrong`, and a role stopped by SIGINT/SIGTERM drains and exits 0.
  */
 import './v8-flags.js';
@@ -14,7 +17,7 @@ import { createLogger } from './log.js';
 import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
-import { formatHostPort } from './address.js';
+import { formatHostPort, parseHostPort } from './address.js';
 import { waitForSignals } from './signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
 import { runLogs } from './logs/index.js';
@@ -22,72 +25,54 @@ import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { parseWorkers, runClustered } from './cluster/index.js';
 import { yamlLib } from './yaml-lib.js';
-import { OPTIONS, UsageError, graceMs, limitsFrom, type Flags } from './flags.js';
-
-const USAGE = `svcproxy — the platform's data plane
-
-Usage:
-  svcproxy up        [--config PATH]... [--listen HOST:PORT] [--admin HOST:PORT] [--mesh HOST:PORT]
-                     local data plane; the built-in demo when no --config
-  svcproxy ingress   --config PATH... --location NAME [--listen HOST:PORT]... [--admin HOST:PORT]
-  svcproxy sidecar   --config PATH... --app HOST:PORT [--gvc G --workload W --location L --replica R]
-                     (identity defaults from SVC_ORG, SVC_GVC, SVC_WORKLOAD, SVC_LOCATION)
-  svcproxy ratelimit --config RULES.yaml [--redis URL] [--listen HOST:PORT] [--admin HOST:PORT]
-                     rate-limit service (Envoy RLS v3; default --listen 127.0.0.1:8081)
-  svcproxy validate  --config PATH...            exit 0, or 1 with every error
-  svcproxy endpoints --config PATH... [-o text|json|yaml]
-  svcproxy logs      --workload W [--gvc G] [--location L] [--replica R] [--container C]
-                     [--since 10m] [--until TIME] [-o text|json] [--log-dir DIR]
-                     what "up" wrote for one workload, every location and replica, in time order
-
-Options (each also an environment variable SVCPROXY_<NAME>, e.g. SVCPROXY_APP_DOMAIN):
-  --config, -c PATH       YAML/JSON file or folder of records (repeatable)
-  --listen HOST:PORT      HTTP/1.1 + h2c listener (repeatable; default 127.0.0.1:8080)
-  --listen-tls HOST:PORT  TLS listener, HTTP/1.1 and h2 by ALPN (needs --tls-cert, --tls-key)
-  --tls-client-ca FILE    TLS listeners ask for client certificates verified against this CA
-                          (the identity external authorization sees)
-  --extauth-ca FILE       extra CA (PEM) trusted for https external authorization services
-  --mesh HOST:PORT        mesh (outbound) listener: an explicit HTTP proxy for internal host names,
-                          sibling containers and egress (up default 127.0.0.1:15001)
-  --mesh-inbound HOST:PORT  sidecar: mTLS listener for calls from other sidecars
-                          (default 127.0.0.1:15008 when --mesh-cert is given)
-  --mesh-cert FILE, --mesh-key FILE, --mesh-ca FILE
-                          sidecar, ingress: this process's mesh certificate (URI SAN
-                          spiffe://ORG/gvc/GVC/workload/W), key and CA bundle (PEM; reloaded on change)
-  --mesh-cert-ttl D       up: validity of the replicas' certificates (default 24h; renewed at 2/3)
-  --admin HOST:PORT       /healthz /ready /metrics /config (default 127.0.0.1:9901)
-  --app-domain D          default app.localhost
-  --direct-domain D       default direct.localhost
-  --internal-domain D     default internal.localhost
-  --vendor NAME           tag/header/env prefix (default svc: svc/…, x-svc-…, SVC_…)
-  --tracing-collector HOST:PORT  OTLP collector for spec.tracing.provider.controlplane
-  --dns-server HOST:PORT  DNS servers for deployment replicas named by DNS (repeatable;
-                          default: the system's resolvers)
-  --log-dir DIR           where "up" writes and "logs" reads workload logs (default .svcproxy/logs)
-  --headers-timeout D     time a client has to send a request head (default 66s; slowloris: 408)
-  --idle-timeout D        a connection with no request in flight is closed after D (default 65s)
-  --max-connections N     connections open at once per listener (default 16384; 0: unlimited)
-  --max-requests-per-connection N  HTTP/1.1 requests per connection (default 0: unlimited)
-  --max-concurrent-streams N       HTTP/2 streams per connection (default 1000)
-  --max-event-loop-delay D         shed new requests (503 overloaded) while the event loop lags
-                          more than this (default 250ms; 0: never)
-  --workers N|auto        ingress, sidecar: N processes share the listeners (default 1;
-                          auto: one per core); see README "Multiple cores"
-  --output, -o FORMAT     text | json | yaml
-  --verbose, -v           debug logs     --debug, -d   trace logs
-  --help, -h
-`;
+import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
+import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
 
 function envName(flag: string): string {
   return `SVCPROXY_${flag.toUpperCase().replace(/-/g, '_')}`;
 }
 
-/** Flags given on the command line win; `SVCPROXY_<NAME>` fills the rest (lists split on commas). */
+/** The positionals (the command first), found even when the flags around them would not parse. */
+function wordsOf(argv: string[]): string[] {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false }).positionals;
+  } catch {
+    return [];
+  }
+}
+
+/** node:util's parse errors, said the way the rest of the command line speaks. */
+function parseError(err: Error & { code?: string }, command: string | undefined): UsageError {
+  const known = isCommand(command) ? flagsOf(command) : (Object.keys(OPTIONS) as FlagName[]);
+  const unknown = /Unknown option '(-{1,2}[^']*)'/.exec(err.message)?.[1];
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
+    const guess = unknown.startsWith('--') ? didYouMean(unknown.slice(2), known) : undefined;
+    return new UsageError(`unknown flag ${unknown}${guess ? ` (did you mean --${guess}?)` : ''}`);
+  }
+  const missing = /Option '(?:-\w, )?(--[^ ]+) [^']*' argument missing/.exec(err.message)?.[1];
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && missing) return new UsageError(`${missing} needs a value`);
+  return new UsageError(err.message);
+}
+
+/**
+ * Flags given on the command line win; `SVCPROXY_<NAME>` fills the rest (lists split on commas), for
+ * the flags the command takes only: one environment may serve every command, so a variable of a flag
+ * this command does not take is ignored, where the same flag on the command line is a usage error.
+ */
 export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): { command: string | undefined; flags: Flags; positionals: string[] } {
-  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw parseError(err as Error, wordsOf(argv)[0]);
+  }
+  const { values, positionals } = parsed;
   const flags = values as Flags;
+  const command = positionals[0];
+  const takes = isCommand(command) ? new Set<string>(flagsOf(command)) : undefined;
   for (const [name, spec] of Object.entries(OPTIONS)) {
     const key = name as keyof Flags;
+    if (takes && !takes.has(name)) continue;
     if (flags[key] !== undefined) continue;
     const fromEnv = env[envName(name)];
     if (fromEnv === undefined || fromEnv === '') continue;
@@ -95,7 +80,45 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
     else if ('multiple' in spec && spec.multiple) (flags as Record<string, unknown>)[key] = fromEnv.split(',').map((s) => s.trim()).filter(Boolean);
     else (flags as Record<string, unknown>)[key] = fromEnv;
   }
-  return { command: positionals[0], flags, positionals: positionals.slice(1) };
+  return { command, flags, positionals: positionals.slice(1) };
+}
+
+/** A command line that names a command: each flag one it takes, each required one given, no stray words. */
+function checkCommandLine(command: Command, flags: Flags, positionals: string[]): void {
+  for (const name of Object.keys(flags) as FlagName[]) {
+    if (flags[name] === undefined || FLAG_HELP[name].commands.includes(command)) continue;
+    // A flag given here, not a variable (parseFlags fills only the command's own).
+    const why = FLAG_HELP[name].elsewhere;
+    throw new UsageError(why ? `${command} ${why}` : `${command} does not take --${name} (a flag of ${FLAG_HELP[name].commands.join(', ')})`);
+  }
+  for (const name of Object.keys(flags) as FlagName[]) {
+    // Addresses are checked here so that a bad one is a usage error whichever module reads it
+    // (--dns-server has its own rule, the discovery's).
+    if (FLAG_HELP[name].value !== 'HOST:PORT' || name === 'dns-server') continue;
+    for (const value of [flags[name]].flat()) {
+      try {
+        parseHostPort(String(value));
+      } catch (err) {
+        throw new UsageError(`--${name}: ${(err as Error).message}`);
+      }
+    }
+  }
+  const required = COMMAND_HELP[command].requires ?? {};
+  for (const [name, what] of Object.entries(required) as [FlagName, string][]) {
+    const value = flags[name];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) {
+      const valueName = FLAG_HELP[name].per?.[command]?.value ?? FLAG_HELP[name].value;
+      throw new UsageError(`--${name} ${valueName} (${what}) is required`);
+    }
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(`${command} takes flags only, not ${JSON.stringify(positionals[0])}${positionals[0]!.startsWith('-') ? '' : ` (a path goes after --config: --config ${positionals[0]})`}`);
+  }
+}
+
+function usageError(message: string, command: string | undefined): number {
+  process.stderr.write(`svcproxy: ${message}\n${usageHint(command)}\n`);
+  return 2;
 }
 
 export function settingsFrom(flags: Flags): Settings {
@@ -114,28 +137,34 @@ export function workersFrom(flags: Flags): number {
   return n;
 }
 
-/** `up` and `ratelimit` keep their state in one process (README, "Multiple cores"). */
-function singleProcessOnly(command: string, flags: Flags): void {
-  if (workersFrom(flags) > 1) throw new UsageError(`svcproxy ${command} runs in one process: --workers is for ingress and sidecar`);
-}
-
 function loggerFrom(flags: Flags, sync = false): Logger {
   const level = flags['log-level'] ?? (flags.debug ? 'trace' : flags.verbose ? 'debug' : 'info');
   return createLogger({ level, sync });
 }
 
 export async function main(argv: string[]): Promise<number> {
+  const words = wordsOf(argv);
+  const asked = words[0];
+  if (asked === 'help' || argv.includes('--help') || argv.includes('-h')) return help(asked === 'help' ? words[1] : asked);
   let parsed: ReturnType<typeof parseFlags>;
   try {
     parsed = parseFlags(argv);
   } catch (err) {
-    process.stderr.write(`svcproxy: ${(err as Error).message}\n\n${USAGE}`);
-    return 2;
+    return usageError((err as Error).message, asked);
   }
   const { command, flags } = parsed;
-  if (flags.help || command === undefined || command === 'help') {
-    process.stdout.write(USAGE);
-    return command === undefined && !flags.help ? 2 : 0;
+  if (command === undefined) {
+    process.stderr.write(globalHelp());
+    return 2;
+  }
+  if (!isCommand(command)) {
+    const guess = didYouMean(command, COMMANDS);
+    return usageError(`unknown command ${JSON.stringify(command)}${guess ? ` (did you mean ${guess}?)` : ''}`, undefined);
+  }
+  try {
+    checkCommandLine(command, flags, parsed.positionals);
+  } catch (err) {
+    return usageError((err as Error).message, command);
   }
   try {
     switch (command) {
@@ -144,7 +173,6 @@ export async function main(argv: string[]): Promise<number> {
       case 'endpoints':
         return await endpoints(flags);
       case 'up':
-        singleProcessOnly('up', flags);
         return await runUp(flags, settingsFrom(flags), loggerFrom(flags));
       case 'ingress':
         return await runRole('ingress', flags);
@@ -153,10 +181,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'logs':
         return await runLogs(flags);
       case 'ratelimit':
-        singleProcessOnly('ratelimit', flags);
         return await runRateLimitService(flags, loggerFrom(flags));
-      default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -164,13 +189,24 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`svcproxy: configuration invalid (${err.errors.length} error${err.errors.length === 1 ? '' : 's'})\n`);
       return 1;
     }
-    if (err instanceof UsageError) {
-      process.stderr.write(`svcproxy: ${err.message}\n\n${USAGE}`);
-      return 2;
-    }
+    if (err instanceof UsageError) return usageError(err.message, command);
     process.stderr.write(`svcproxy: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
+}
+
+/** `svcproxy --help`, `svcproxy help`: the overview; `svcproxy COMMAND --help`, `svcproxy help COMMAND`: the command's. */
+function help(command: string | undefined): number {
+  if (command === undefined || command === 'help') {
+    process.stdout.write(globalHelp());
+    return 0;
+  }
+  if (!isCommand(command)) {
+    const guess = didYouMean(command, COMMANDS);
+    return usageError(`unknown command ${JSON.stringify(command)}${guess ? ` (did you mean ${guess}?)` : ''}`, undefined);
+  }
+  process.stdout.write(commandHelp(command));
+  return 0;
 }
 
 function requireConfig(flags: Flags): string[] {
@@ -209,7 +245,6 @@ async function endpoints(flags: Flags): Promise<number> {
 function meshFlags(role: 'ingress' | 'sidecar', flags: Flags): Pick<RuntimeOptions, 'meshFiles' | 'meshInbound'> {
   const given = [flags['mesh-cert'], flags['mesh-key'], flags['mesh-ca']].filter((f) => f !== undefined).length;
   if (given !== 0 && given !== 3) throw new UsageError('--mesh-cert, --mesh-key and --mesh-ca go together');
-  if (flags['mesh-inbound'] && role !== 'sidecar') throw new UsageError('--mesh-inbound is a sidecar\'s listener');
   if (given === 0) {
     if (flags['mesh-inbound']) throw new UsageError('--mesh-inbound needs --mesh-cert, --mesh-key and --mesh-ca');
     return {};
@@ -242,15 +277,15 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
   };
-  if (role === 'ingress' && !options.location) throw new UsageError('svcproxy ingress needs --location NAME');
+  if (role === 'ingress' && !options.location) throw new UsageError(`ingress needs --location NAME (or ${prefix}LOCATION)`);
   if (flags['listen-tls'] && !(flags['tls-cert'] && flags['tls-key'])) throw new UsageError('--listen-tls needs --tls-cert FILE and --tls-key FILE');
   if (role === 'sidecar') {
     const gvc = flags.gvc ?? env[`${prefix}GVC`];
     const workload = flags.workload ?? env[`${prefix}WORKLOAD`];
     const location = options.location;
-    if (!flags.app) throw new UsageError('svcproxy sidecar needs --app HOST:PORT');
+    if (!flags.app) throw new UsageError('sidecar needs --app HOST:PORT');
     if (!gvc || !workload || !location) {
-      throw new UsageError(`svcproxy sidecar needs its identity: --gvc, --workload, --location (or ${prefix}GVC, ${prefix}WORKLOAD, ${prefix}LOCATION)`);
+      throw new UsageError(`sidecar needs its identity: --gvc, --workload, --location (or ${prefix}GVC, ${prefix}WORKLOAD, ${prefix}LOCATION)`);
     }
     (options as { sidecar?: RuntimeOptions['sidecar'] }).sidecar = {
       workload: `${gvc}/${workload}`,
