@@ -5,6 +5,7 @@
  * throw and never stop at the first problem; `null` counts as absent, as YAML writes an empty value.
  * The per-kind tables (`validate-*.ts`) are written with these.
  */
+import { didYouMean } from './suggest.js';
 
 /** Collects findings of one record as `kind/name: path: message` lines. */
 export interface Report {
@@ -142,7 +143,8 @@ export interface ObjOptions {
 }
 
 export function obj(fields: Fields, opts: ObjOptions = {}): Check {
-  const allowed = Object.keys(fields).join(', ');
+  const names = Object.keys(fields);
+  const allowed = names.join(', ');
   // Looked up in a Map, and the members' paths made without a regex test: a 10,000-workload
   // configuration passes through here about a million times.
   const checks = new Map(Object.entries(fields).map(([k, check]) => [k, { check, plain: PLAIN_KEY.test(k) }]));
@@ -159,7 +161,8 @@ export function obj(fields: Fields, opts: ObjOptions = {}): Check {
         const x = v[k];
         if (!isAbsent(x)) field.check(x, field.plain ? (at === '' ? k : `${at}.${k}`) : member(at, k), r);
       } else if (opts.closed) {
-        r.error(member(at, k), `unknown member (allowed: ${allowed})`);
+        const hint = didYouMean(k, names);
+        r.error(member(at, k), `unknown member (${hint === '' ? '' : `${hint} `}allowed: ${allowed})`);
       }
     }
     opts.refine?.(v, at, r);

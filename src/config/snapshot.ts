@@ -3,10 +3,14 @@
  * (compile.ts). The answer is `{ok: true, snapshot}` or `{ok: false, errors, warnings}` with every
  * error; nothing is compiled from a rejected set. A file that does not parse stops the load before
  * validation: its records may be the targets of other records' links, so validating the rest would
- * only add misleading "not defined" errors. `buildSnapshot` throws a `ConfigError` instead, for
+ * only add misleading "not defined" errors. Errors about records of files name the file and the line
+ * of the offending path (`FILE:LINE: kind/name: path: message`); the line is looked up only when
+ * there are errors (locate.ts), so a valid load costs nothing more. `buildSnapshot` throws a `ConfigError` instead, for
  * callers that build a snapshot from records they wrote themselves (the built-in demo, tests).
  */
 import { compile } from './compile.js';
+import type { Finding } from './findings.js';
+import { locateFindings, type ReadText } from './locate.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
@@ -60,11 +64,27 @@ export function checkSettings(settings: Settings): string[] {
 
 /** Validates and compiles records held in memory. */
 export function compileRecords(records: readonly RecordInput[], settings: Settings = defaultSettings, generation = 1): LoadResult {
-  const sourced = toSourced(records);
+  return compileSourced(toSourced(records), settings, generation).result;
+}
+
+function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, generation: number): { result: LoadResult; settingsErrors: string[]; findings: readonly Finding[] } {
   const settingsErrors = checkSettings(settings);
-  const { errors, warnings, catalog } = validate(sourced, settings);
-  if (settingsErrors.length + errors.length > 0) return { ok: false, errors: [...settingsErrors, ...errors], warnings };
-  return { ok: true, snapshot: compile(sourced, settings, generation, warnings, catalog) };
+  const { errors, warnings, catalog, errorFindings } = validate(sourced, settings);
+  if (settingsErrors.length + errors.length > 0) {
+    return { result: { ok: false, errors: [...settingsErrors, ...errors], warnings }, settingsErrors, findings: errorFindings };
+  }
+  return { result: { ok: true, snapshot: compile(sourced, settings, generation, warnings, catalog) }, settingsErrors, findings: [] };
+}
+
+/**
+ * `compileRecords` for records read from files: errors name the line of their path in the file,
+ * read again (`read`) only when there are errors.
+ */
+export async function compileLocated(records: readonly RecordInput[], settings: Settings, generation: number, read?: ReadText): Promise<LoadResult> {
+  const sourced = toSourced(records);
+  const { result, settingsErrors, findings } = compileSourced(sourced, settings, generation);
+  if (result.ok) return result;
+  return { ok: false, errors: [...settingsErrors, ...(await locateFindings(findings, sourced, read))], warnings: result.warnings };
 }
 
 /** Reads, validates and compiles the records of files and folders (and `extra` records in memory). */
@@ -76,7 +96,7 @@ export async function loadSnapshot(
 ): Promise<LoadResult> {
   const read = await readRecords(paths);
   if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
-  return compileRecords([...read.records, ...toSourced(extra)], settings, generation);
+  return compileLocated([...read.records, ...toSourced(extra)], settings, generation);
 }
 
 /** Like `compileRecords`, but throws a `ConfigError` when the records are invalid. */

@@ -22,7 +22,7 @@ import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
-import { ConfigError, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
+import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
   /** Files and folders to read (`--config`). */
@@ -202,7 +202,7 @@ async function load(options: ConfigStoreOptions, generation: number): Promise<Lo
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
-    const result = compileRecords([...read.records, ...toSourced(records)], settings, generation);
+    const result = await compileLocated([...read.records, ...toSourced(records)], settings, generation);
     return result.ok ? { ...result, perFile } : result;
   } catch (e) {
     // The pipeline answers invalid input with errors; an exception is a bug in it. A running process

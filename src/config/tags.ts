@@ -1,12 +1,13 @@
 /**
  * The workload tags that carry behaviour (`svc/…`, with the vendor prefix from the settings: `cpln/…`
  * under `--vendor cpln`), one table row per tag with the rule its value must meet, and the tag
- * checks of validation. Values may be strings, numbers or booleans and are judged in their string
+ * checks of validation. An unknown vendor tag close to a known one gets a "did you mean" (suggest.ts). Values may be strings, numbers or booleans and are judged in their string
  * form (`true` and `"true"` agree). An unknown vendor tag is a warning, not an error: the platform
  * adds tags over time and a newer record must still load. Tags without the vendor prefix are free.
  */
 import type { Report } from './schema.js';
 import { member } from './schema.js';
+import { didYouMean } from './suggest.js';
 import {
   isAddressOrCidr, isHostOrIp, isScalar, parseBool, parseDuration, parsePort, parseSeconds, scalarText, type Scalar,
 } from './values.js';
@@ -83,6 +84,8 @@ export const TAG_RULES: Readonly<Record<string, TagRule>> = {
   rateLimitFailureAllow: boolean,
 };
 
+const TAG_NAMES: readonly string[] = Object.keys(TAG_RULES);
+
 /** Checks a record's `tags`: every value a scalar. */
 export function checkTagValues(tags: unknown, at: string, r: Report): void {
   if (typeof tags !== 'object' || tags === null || Array.isArray(tags)) return r.error(at, 'must be an object');
@@ -101,7 +104,8 @@ export function checkVendorTags(tags: Readonly<Record<string, unknown>>, vendor:
     if (!key.startsWith(prefix) || !isScalar(value)) continue;
     const rule = TAG_RULES[key.slice(prefix.length)];
     if (!rule) {
-      r.warn(member(at, key), `unknown ${prefix} tag (ignored)`);
+      const hint = didYouMean(key.slice(prefix.length), TAG_NAMES, (name) => `${prefix}${name}`);
+      r.warn(member(at, key), `unknown ${prefix} tag (${hint === '' ? '' : `${hint} `}ignored)`);
       continue;
     }
     const problem = rule(value);

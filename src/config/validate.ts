@@ -2,15 +2,20 @@
  * Validation of a whole set of records against the platform spec's rules (DESIGN §2): the common
  * fields (`kind`, `name` ≤ 64 and DNS-like, `description` ≤ 250, scalar `tags`), each kind's shape
  * table, the links between records, duplicates, and GVC alias clashes. Every problem is collected,
- * never just the first, as one line `kind/name: json.path: what is wrong`; warnings (ignored kinds,
- * unknown vendor tags, workloads closed to external traffic, ...) use the same form. Records of
- * kinds svcproxy does not read are accepted with a warning and not looked into. Never throws.
+ * never just the first, as one line `FILE:LINE: kind/name: json.path: what is wrong` (findings.ts;
+ * records in memory have no `FILE:LINE: `); warnings (kinds svcproxy does not read, unknown vendor
+ * tags, workloads closed to external traffic, ...) use the same form. A platform kind svcproxy does
+ * not read is a warning and its record is not looked into; a kind that is no platform kind at all is
+ * an error with the nearest kind ("did you mean"), as a misspelt kind silently ignored is how a
+ * workload goes missing. Never throws.
  */
 import type { Settings } from './model.js';
 import { gvcAlias } from './alias.js';
 import { buildCatalog, type Catalog } from './catalog.js';
 import { PLATFORM_KINDS, READ_KINDS, isReadKind, recordLabel, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
-import { reporter, str, type Check, type Report } from './schema.js';
+import { findingReporter, findingText, placeOf, type Finding } from './findings.js';
+import { str, type Check, type Report } from './schema.js';
+import { didYouMean } from './suggest.js';
 import { checkTagValues } from './tags.js';
 import { locationShape, orgShape, plainName } from './validate-common.js';
 import { checkDeploymentRefs, checkDomainRefs, deploymentShape, domainShape } from './validate-domain.js';
@@ -21,6 +26,9 @@ import { DESCRIPTION_MAX, NAME_MAX, isHostName } from './values.js';
 export interface ValidationResult {
   readonly errors: string[];
   readonly warnings: string[];
+  /** What `errors` and `warnings` say, with the records they are about (same order). */
+  readonly errorFindings: readonly Finding[];
+  readonly warningFindings: readonly Finding[];
   /** The record index the checks used; `compile()` takes it instead of building it again. */
   readonly catalog: Catalog;
 }
@@ -43,16 +51,22 @@ const KINDS: Readonly<Record<ReadKind, KindRules>> = {
   deployment: { shape: deploymentShape, name: plainName, refs: checkDeploymentRefs },
 };
 
-function where(sourced: SourcedRecord): string {
-  return sourced.line === undefined ? sourced.source : `${sourced.source} line ${sourced.line}`;
+/** A kind-less document with these members is the rate-limit service's rules (ratelimit/service/rules.ts). */
+export function isRulesDocument(record: RawRecord): boolean {
+  return isAbsent(record.kind) && 'domain' in record && 'descriptors' in record;
+}
+
+function isAbsent(v: unknown): boolean {
+  return v === undefined || v === null || v === '';
 }
 
 /** The common fields; `false` when the record cannot be looked into further. */
 function checkCommon(sourced: SourcedRecord, r: Report): boolean {
   const { record } = sourced;
   const kind = record.kind;
-  if (kind === undefined || kind === null || kind === '') {
-    r.error('kind', `is required (${where(sourced)})`);
+  if (isAbsent(kind)) {
+    const rules = isRulesDocument(record) ? ' (this is a rate-limit rules document: `svcproxy ratelimit --config` reads it)' : '';
+    r.error('kind', `is required${rules}`);
     return false;
   }
   if (typeof kind !== 'string') {
@@ -60,48 +74,62 @@ function checkCommon(sourced: SourcedRecord, r: Report): boolean {
     return false;
   }
   if (!isReadKind(kind)) {
-    const known = PLATFORM_KINDS.includes(kind) ? 'a platform kind that svcproxy does not read' : 'not a platform kind';
-    r.warn('kind', `${kind} is ${known} (ignored kind; read: ${READ_KINDS.join(', ')})`);
+    if (PLATFORM_KINDS.includes(kind)) {
+      r.warn('kind', `${JSON.stringify(kind)} is a platform kind svcproxy does not read; not checked`);
+    } else {
+      const hint = didYouMean(kind, [...READ_KINDS, ...PLATFORM_KINDS.filter((k) => !isReadKind(k))]);
+      r.error('kind', `${JSON.stringify(kind)} is not a platform kind (${hint === '' ? `svcproxy reads ${READ_KINDS.join(', ')}` : hint})`);
+    }
     return false;
   }
   const rules = KINDS[kind];
-  if (record.name === undefined || record.name === null || record.name === '') r.error('name', `is required (${where(sourced)})`);
+  if (record.name === undefined || record.name === null || record.name === '') r.error('name', 'is required');
   else rules.name(record.name, 'name', r);
   if (record.description !== undefined && record.description !== null) str({ max: DESCRIPTION_MAX })(record.description, 'description', r);
   if (record.tags !== undefined && record.tags !== null) checkTagValues(record.tags, 'tags', r);
   return typeof record.name === 'string' && record.name !== '';
 }
 
-function checkAliases(catalog: Catalog, errors: string[]): void {
+function checkAliases(catalog: Catalog, records: readonly SourcedRecord[], errors: Finding[]): void {
   const owners = new Map<string, string>();
   for (const [name, gvc] of catalog.gvcs) {
     const alias = gvcAlias(name, gvc.alias);
     const owner = owners.get(alias);
-    if (owner !== undefined) errors.push(`gvc/${name}: alias: ${alias} is already the alias of gvc ${owner}`);
-    else owners.set(alias, name);
+    if (owner === undefined) {
+      owners.set(alias, name);
+      continue;
+    }
+    const record = records.find((s) => s.record === gvc);
+    errors.push({ ...(record ? { record } : {}), label: `gvc/${name}`, at: 'alias', message: `${alias} is already the alias of gvc ${owner}` });
   }
 }
 
 /** Validates every record; the result lists every error and warning found. */
 export function validate(records: readonly SourcedRecord[], settings: Settings): ValidationResult {
-  const errors: string[] = [];
-  const warnings: string[] = [];
+  const errors: Finding[] = [];
+  const warnings: Finding[] = [];
   const { catalog, duplicates } = buildCatalog(records);
   for (const sourced of records) {
-    const r = reporter(recordLabel(sourced.record), errors, warnings);
+    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings);
     if (!checkCommon(sourced, r)) continue;
     const rules = KINDS[sourced.record.kind as ReadKind];
     rules.shape(sourced.record, '', r);
     rules.refs?.(sourced.record, catalog, r, settings);
   }
   for (const { record, first } of duplicates) {
-    const r = reporter(recordLabel(record.record), errors, warnings);
+    const r = findingReporter(recordLabel(record.record), record, errors, warnings);
     if (record.record.kind === 'org') {
-      r.error('name', `only one org record is allowed (org/${String(first.record.name)} is in ${where(first)})`);
+      r.error('name', `only one org record is allowed (org/${String(first.record.name)} is in ${placeOf(first)})`);
     } else {
-      r.error('name', `duplicate: also defined in ${where(first)}`);
+      r.error('name', `duplicate: also defined in ${placeOf(first)}`);
     }
   }
-  checkAliases(catalog, errors);
-  return { errors, warnings, catalog };
+  checkAliases(catalog, records, errors);
+  return {
+    errors: errors.map((f) => findingText(f)),
+    warnings: warnings.map((f) => findingText(f)),
+    errorFindings: errors,
+    warningFindings: warnings,
+    catalog,
+  };
 }

@@ -221,7 +221,7 @@ t.test('warnings travel with the snapshot', async (t) => {
   t.same(s.warnings, [
     'workload/spare: tags.svc/newThing: unknown svc/ tag (ignored)',
     'workload/spare: spec.firewallConfig.external.inboundAllowCIDR: not set: the workload accepts no external traffic',
-    'secret/ignored: kind: secret is a platform kind that svcproxy does not read (ignored kind; read: org, location, gvc, workload, domain, deployment)',
+    'secret/ignored: kind: "secret" is a platform kind svcproxy does not read; not checked',
   ]);
   t.equal(s.records.length, baseRecords().length + 1);
 });

@@ -1,8 +1,15 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { defaultSettings, loadSnapshot } from '../../src/config/index.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/config');
+
+/** The 1-based line of the first `needle` in a file. */
+function lineOf(file: string, needle: string): number {
+  const text = readFileSync(file, 'utf8');
+  return text.slice(0, text.indexOf(needle)).split('\n').length;
+}
 
 t.test('a folder of YAML and JSON files compiles', async (t) => {
   const result = await loadSnapshot([join(FIXTURES, 'valid')], defaultSettings, 3);
@@ -13,9 +20,11 @@ t.test('a folder of YAML and JSON files compiles', async (t) => {
   t.same([...s.domains.keys()], ['www.example.com']);
   t.same(s.gvcs.get('demo')?.locations, ['aws-us-west-2', 'gcp-us-east1']);
   t.equal(s.workloads.get('demo/api')?.timeoutMs, 900_000);
+  // Warnings name the record's file, and its line where the reading knew it (YAML; JSON has none).
+  const dir = join(FIXTURES, 'valid');
   t.same(s.warnings, [
-    'workload/web-app: spec.firewallConfig.external.inboundAllowCIDR: not set: the workload accepts no external traffic',
-    'secret/s1: kind: secret is a platform kind that svcproxy does not read (ignored kind; read: org, location, gvc, workload, domain, deployment)',
+    `${join(dir, '20-workloads.json')}: workload/web-app: spec.firewallConfig.external.inboundAllowCIDR: not set: the workload accepts no external traffic`,
+    `${join(dir, '30-domain.yaml')}:${lineOf(join(dir, '30-domain.yaml'), 'kind: secret')}: secret/s1: kind: "secret" is a platform kind svcproxy does not read; not checked`,
   ]);
 });
 
@@ -24,7 +33,10 @@ t.test('a file that breaks many rules: every error, each at its path', async (t)
   t.equal(result.ok, false);
   if (result.ok) return;
   const T = 'spec.staticPlacement.locationQuery.spec.terms[0]';
-  t.same(result.errors.map((e) => e.replace(/does not compile: .*/, 'does not compile: …')), [
+  // Every error starts with the file and a line (which line: validate-messages.test.ts).
+  const file = join(FIXTURES, 'invalid', 'records.yaml');
+  for (const e of result.errors) t.ok(e.startsWith(`${file}:`) && /^:\d+: /.test(e.slice(file.length)), e);
+  t.same(result.errors.map((e) => e.slice(e.indexOf(': ') + 2).replace(/does not compile: .*/, 'does not compile: …')), [
     'gvc/demo: alias: must be exactly 13 lowercase letters or digits',
     'gvc/demo: spec.endpointNamingFormat: must be one of default, legacy, org',
     'gvc/demo: spec.staticPlacement.locationQuery.spec.match: must be one of all, any, none',
@@ -58,7 +70,7 @@ t.test('a file that breaks many rules: every error, each at its path', async (t)
     'deployment/api: status.locations[0].replicas[0].address: must be host:port (a host name or IP address, and a port from 1 to 65535)',
     'deployment/api: status.locations[0].name: points to location mars, which is not defined',
   ]);
-  t.ok(result.warnings.includes('workload/api: tags.svc/somethingNew: unknown svc/ tag (ignored)'));
+  t.ok(result.warnings.some((w) => w.endsWith(': workload/api: tags.svc/somethingNew: unknown svc/ tag (ignored)')));
 });
 
 t.test('a parse error stops the load before validation', async (t) => {

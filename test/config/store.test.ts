@@ -16,6 +16,13 @@ function capture(): { logger: Logger; lines: Line[] } {
   return { logger, lines };
 }
 
+/** The 1-based line of the first `needle` in `text`. */
+function lineOf(text: string, needle: string): number {
+  const at = text.indexOf(needle);
+  if (at < 0) throw new Error(`${needle} is not in the text`);
+  return text.slice(0, at).split('\n').length;
+}
+
 const BASE = `
 kind: location
 name: local
@@ -74,15 +81,17 @@ t.test('an invalid reload keeps the last good snapshot and records every error',
   store.on('change', () => (changed = true));
 
   clock = 2_000;
-  await writeFile(join(dir, 'api.yaml'), workloadYaml('api', '  defaultOptions:\n    timeoutSeconds: 0\n') + '\ntags:\n  svc/protocol: udp\n');
+  const api = workloadYaml('api', '  defaultOptions:\n    timeoutSeconds: 0\n') + '\ntags:\n  svc/protocol: udp\n';
+  await writeFile(join(dir, 'api.yaml'), api);
   await writeFile(join(dir, 'web.yaml'), workloadYaml('web'));
   t.equal(await store.reload(), false);
   t.equal(store.current, before, 'still serving the previous snapshot');
   t.same([...store.current.workloads.keys()], ['demo/api'], 'nothing of the rejected set applied');
   t.equal(changed, false);
+  // Each error names the file and the line of its path (the key's line in the text written above).
   const errors = [
-    'workload/api: spec.defaultOptions.timeoutSeconds: must be an integer from 1 to 600',
-    'workload/api: tags.svc/protocol: must be one of http, http2, grpc, tcp',
+    `${join(dir, 'api.yaml')}:${lineOf(api, 'timeoutSeconds:')}: workload/api: spec.defaultOptions.timeoutSeconds: must be an integer from 1 to 600`,
+    `${join(dir, 'api.yaml')}:${lineOf(api, 'svc/protocol:')}: workload/api: tags.svc/protocol: must be one of http, http2, grpc, tcp`,
   ];
   t.same(store.lastErrors, errors);
   t.same(store.lastErrorAt, new Date(2_000));
@@ -127,11 +136,16 @@ t.test('a watched single file is seen when replaced by rename', async (t) => {
 });
 
 t.test('an invalid first load throws a ConfigError with every error', async (t) => {
-  const dir = t.testdir({ 'base.yaml': BASE, 'api.yaml': workloadYaml('api').replace('gvc: demo', 'gvc: nope') + '\ndescription: ' + 'x'.repeat(251) + '\n' });
+  const api = workloadYaml('api').replace('gvc: demo', 'gvc: nope') + '\ndescription: ' + 'x'.repeat(251) + '\n';
+  const dir = t.testdir({ 'base.yaml': BASE, 'api.yaml': api });
   const { logger } = capture();
   const err = await ConfigStore.open({ paths: [dir], logger }).then(() => undefined, (e: unknown) => e);
   t.ok(err instanceof ConfigError);
-  t.same((err as ConfigError).errors, ['workload/api: description: must be at most 250 characters', 'workload/api: gvc: points to gvc nope, which is not defined']);
+  const file = join(dir, 'api.yaml');
+  t.same((err as ConfigError).errors, [
+    `${file}:${lineOf(api, 'description:')}: workload/api: description: must be at most 250 characters`,
+    `${file}:${lineOf(api, 'gvc: nope')}: workload/api: gvc: points to gvc nope, which is not defined`,
+  ]);
 });
 
 t.test('records in memory (the built-in demo)', async (t) => {

@@ -47,19 +47,28 @@ const CASES: Readonly<Record<string, Case>> = {
   },
   'name ending in a hyphen': { record: 'workload/spare', set: { name: 'spare-' }, errors: ['workload/spare-: name: must be lowercase letters, digits and hyphens, starting and ending with a letter or digit'] },
   'name not a string': { record: 'location/gcp-us-east1', set: { name: 42 }, errors: ['location/42: name: must be a string', 'gvc/demo: spec.staticPlacement.locationLinks[1]: points to location gcp-us-east1, which is not defined', 'gvc/demo: spec.staticPlacement.locationOptions[0].locationLink: points to location gcp-us-east1, which is not defined', 'workload/api: spec.localOptions[0].location: points to location gcp-us-east1, which is not defined'] },
-  'name missing': { record: 'workload/spare', set: { name: undefined }, errors: ['workload/?: name: is required (inline)'] },
-  'kind missing': { record: 'workload/spare', set: { kind: undefined }, errors: ['?/spare: kind: is required (inline)'] },
+  'name missing': { record: 'workload/spare', set: { name: undefined }, errors: ['workload/?: name: is required'] },
+  'kind missing': { record: 'workload/spare', set: { kind: undefined }, errors: ['?/spare: kind: is required'] },
   'kind not a string': { record: 'workload/spare', set: { kind: 7 }, errors: ['7/spare: kind: must be a string'] },
   'description too long': { record: 'workload/spare', set: { description: 'x'.repeat(251) }, errors: ['workload/spare: description: must be at most 250 characters'] },
   'description at the limit': { record: 'workload/spare', set: { description: 'x'.repeat(250) }, errors: [] },
   'tag value an object': { record: 'gvc/demo', set: { 'tags.team': { a: 1 } }, errors: ['gvc/demo: tags.team: must be a string, number or boolean'] },
   'tags not an object': { record: 'gvc/demo', set: { tags: ['a'] }, errors: ['gvc/demo: tags: must be an object'] },
-  'ignored kind': {
-    record: 'org/acme', add: [{ kind: 'secret', name: 's' }, { kind: 'wrokload', name: 'w' }], errors: [],
-    warnings: [
-      'secret/s: kind: secret is a platform kind that svcproxy does not read (ignored kind; read: org, location, gvc, workload, domain, deployment)',
-      'wrokload/w: kind: wrokload is not a platform kind (ignored kind; read: org, location, gvc, workload, domain, deployment)',
+  'platform kind svcproxy does not read': {
+    record: 'org/acme', add: [{ kind: 'secret', name: 's' }], errors: [],
+    warnings: ['secret/s: kind: "secret" is a platform kind svcproxy does not read; not checked'],
+  },
+  'misspelt kind': {
+    record: 'org/acme', add: [{ kind: 'wrokload', name: 'w' }, { kind: 'Workload', name: 'v' }, { kind: 'frobnicator', name: 'f' }],
+    errors: [
+      'wrokload/w: kind: "wrokload" is not a platform kind (did you mean "workload"?)',
+      'Workload/v: kind: "Workload" is not a platform kind (did you mean "workload"?)',
+      'frobnicator/f: kind: "frobnicator" is not a platform kind (svcproxy reads org, location, gvc, workload, domain, deployment)',
     ],
+  },
+  'a rate-limit rules document among records': {
+    record: 'org/acme', add: [{ domain: 'shop', descriptors: [] }],
+    errors: ['?/?: kind: is required (this is a rate-limit rules document: `svcproxy ratelimit --config` reads it)'],
   },
   'duplicate workload': { record: 'org/acme', add: [{ kind: 'workload', name: 'spare', gvc: 'demo' }], errors: ['workload/spare: name: duplicate: also defined in inline'] },
   'same workload name in another gvc': {
@@ -231,7 +240,7 @@ const CASES: Readonly<Record<string, Case>> = {
   },
   'exclusion match unknown member': {
     record: 'workload/api', set: { [`${ENVOY}.excludedExternalAuth[0].match.prefx`]: '/x' },
-    errors: [`workload/api: ${ENVOY}.excludedExternalAuth[0].match.prefx: unknown member (allowed: prefix, path, safe_regex, headers, query_parameters, case_sensitive)`],
+    errors: [`workload/api: ${ENVOY}.excludedExternalAuth[0].match.prefx: unknown member (did you mean "prefix"? allowed: prefix, path, safe_regex, headers, query_parameters, case_sensitive)`],
   },
   'exclusion regex does not compile': {
     record: 'workload/api', set: { [`${ENVOY}.excludedExternalAuth[0].match`]: { safe_regex: { regex: '(' } } },
@@ -293,6 +302,14 @@ const CASES: Readonly<Record<string, Case>> = {
     errors: ['workload/api: tags.svc/rateLimitDescriptors: unknown descriptor "cookie" (allowed: authority, host, authorization, path, method, remote_address, header:NAME)'],
   },
   'mesh cidr tag': { record: 'workload/api', set: { 'tags.svc/disableServiceMeshOutboundCIDR': '10.0.0.0/8,300.1.1.1' }, errors: ['workload/api: tags.svc/disableServiceMeshOutboundCIDR: must be CIDR ranges or addresses, comma-separated'] },
+  'misspelt vendor tags': {
+    record: 'workload/api', set: { 'tags.svc/timout': '5', 'tags.svc/ext_authz_address': 'auth', 'tags.svc/protocl': 'http' }, errors: [],
+    warnings: [
+      'workload/api: tags.svc/timout: unknown svc/ tag (did you mean svc/timeoutSecondsOverride? ignored)',
+      'workload/api: tags.svc/ext_authz_address: unknown svc/ tag (did you mean svc/externalAuthAddress? ignored)',
+      'workload/api: tags.svc/protocl: unknown svc/ tag (did you mean svc/protocol? ignored)',
+    ],
+  },
   'unknown vendor tag': { record: 'workload/api', set: { 'tags.svc/fancy': 'x', 'tags.cpln/protocol': 'udp' }, errors: [], warnings: ['workload/api: tags.svc/fancy: unknown svc/ tag (ignored)'] },
   'auth tags without the address': {
     record: 'workload/api', set: { 'tags.svc/externalAuthAddress': undefined, 'tags.svc/externalAuthPort': 9000 }, errors: [],
