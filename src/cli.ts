@@ -17,6 +17,8 @@ import { createLogger } from './log.js';
 import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
+import { runtimeSummary } from './roles/summary.js';
+import { announceStart } from './summary.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { waitForSignals } from './signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
@@ -310,6 +312,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   for (const l of runtime.meshListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh (outbound) listening');
   for (const l of runtime.meshInboundListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh mTLS listening');
   if (runtime.admin) logger.info({ address: formatHostPort(runtime.admin.address) }, 'admin listening');
+  announceStart(runtimeSummary(runtime, options), logger);
   const signal = await waitForSignals(() => void runtime.store.reload());
   logger.info({ signal }, 'draining');
   await runtime.stop(graceMs(runtime.store.current));

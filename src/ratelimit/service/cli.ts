@@ -10,6 +10,8 @@ import type { Logger } from 'pino';
 import type { Flags } from '../../flags.js';
 import { formatHostPort, parseHostPort } from '../../address.js';
 import { RateLimitApp, RulesError } from './app.js';
+import { announceStart } from '../../summary.js';
+import { rateLimitSummary } from './summary.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:8081';
 
@@ -50,6 +52,7 @@ export async function runRateLimitService(flags: Flags, logger: Logger): Promise
   }
   logger.info({ address: formatHostPort(app.address), store: app.store.kind, tls: Boolean(flags['tls-cert']) }, 'ratelimit listening');
   if (app.admin) logger.info({ address: formatHostPort(app.admin.address) }, 'admin listening');
+  announceStart(rateLimitSummary(app, flags.config, flags.redis, Boolean(flags['tls-cert'])), logger);
   const signal = await waitForSignals(() => void app.reload());
   logger.info({ signal }, 'stopping');
   await app.close();
