@@ -199,7 +199,7 @@ function owned(records: SourcedRecord[], errors: string[]): ReadResult {
   return { records, errors };
 }
 
-function reason(e: unknown): string {
+export function reason(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   if (err.code === 'ENOENT') return 'no such file or folder';
   if (err.code === 'EACCES') return 'permission denied';
@@ -207,7 +207,7 @@ function reason(e: unknown): string {
 }
 
 /** The files one path names: the file itself, or a folder's config files in name order. */
-async function filesOf(path: string): Promise<{ files: string[]; error?: string }> {
+export async function filesOf(path: string): Promise<{ files: string[]; error?: string }> {
   let names: string[];
   try {
     if (!(await stat(path)).isDirectory()) return { files: [path] };

@@ -28,7 +28,7 @@ export function editDistance(a: string, b: string, limit = Infinity): number {
     prev2 = prev;
     prev = row;
   }
-  return prev[b.length]!;
+  return Math.min(prev[b.length]!, limit + 1);
 }
 
 /** The form names are compared in. */
