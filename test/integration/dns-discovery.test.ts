@@ -188,3 +188,27 @@ t.test('svcproxy ingress --dns-server routes to the addresses a name answers', a
   t.equal(await proxy.exited, 0);
   t.match(proxy.output(), /dns answer/);
 });
+
+t.test('a replica\'s app, sidecar and mTLS listener are ports of each address answered', async (t) => {
+  const dns = await startDnsmasq(t, { 'api.test': ['127.0.0.4', '127.0.0.2'] });
+  const recs = records({ replicas: { [LOCATION]: [] } }).map((r) => r.kind === 'deployment'
+    ? { ...r, status: { locations: [{ name: LOCATION, replicas: [
+      { name: 'fixed', address: '127.0.0.9:7000' },
+      { name: 'api', address: 'api.test:8080', sidecar: 'api.test:15006', mesh: 'api.test:15008' },
+      { name: 'last', address: 'localhost:7001' },
+    ] }] } }
+    : r);
+  const plane = await startPlane(t, recs, { location: LOCATION, dnsServers: [dns.server] });
+  const view = (): unknown => plane.runtime.replicas.list('shop/api', LOCATION).map((r) => ({
+    index: r.index, name: r.name, app: r.ports.get(8080), sidecar: r.sidecar, mesh: r.mesh,
+  }));
+  t.same(view(), [
+    { index: 0, name: 'fixed', app: { host: '127.0.0.9', port: 7000 }, sidecar: undefined, mesh: undefined },
+    { index: 1, name: 'api@127.0.0.2', app: { host: '127.0.0.2', port: 8080 }, sidecar: { host: '127.0.0.2', port: 15006 }, mesh: { host: '127.0.0.2', port: 15008 } },
+    { index: 2, name: 'api@127.0.0.4', app: { host: '127.0.0.4', port: 8080 }, sidecar: { host: '127.0.0.4', port: 15006 }, mesh: { host: '127.0.0.4', port: 15008 } },
+    { index: 3, name: 'last', app: { host: 'localhost', port: 7001 }, sidecar: undefined, mesh: undefined },
+  ], 'known before the listeners open; numbered in address order among the fixed ones');
+  await dns.set({ 'api.test': ['127.0.0.3'] });
+  await waitFor(() => plane.runtime.replicas.list('shop/api', LOCATION).length === 3, 30_000, 'the new answer');
+  t.same(plane.runtime.replicas.list('shop/api', LOCATION).map((r) => `${r.index} ${r.name}`), ['0 fixed', '1 api@127.0.0.3', '2 last']);
+});
