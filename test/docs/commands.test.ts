@@ -1,0 +1,239 @@
+/**
+ * Every command and flag in the documentation (README.md, docs/*.md) is checked against the program:
+ * (a) each `svcproxy` command line in a fenced block parses with the program's own option table
+ * (src/flags.ts OPTIONS, node:util parseArgs strict) and names a command the entry point knows, so a
+ * misspelled flag or command in the docs fails; (b) every option is documented somewhere in docs/,
+ * and every `--flag` in the prose is an option (or one of the other programs' flags listed here);
+ * (c) every command in an `sh` block is run against the built program: one-shot commands must exit
+ * 0, long-running roles must turn ready and exit 0 on SIGTERM. A block that cannot run here carries
+ * `<!-- not-run: reason -->` just before it, and the reasons are listed in the output.
+ *
+ * What is changed before a command runs (nothing else is):
+ * - the program is `node bin/svcproxy.js` however it is written (`svcproxy`, `npx svcproxy`);
+ * - `--listen`, `--listen-tls`, `--admin`, `--mesh`, `--mesh-inbound` addresses become free loopback
+ *   ports, and a role without `--listen`, `--admin` (or, for `up`, `--mesh`) gets one, so that its
+ *   defaults cannot collide and its admin `/ready` can be asked;
+ * - a `--config` path that exists in the repository is used as it is (from the repository's root);
+ *   any other (`/etc/svcproxy`) is a temporary folder of real records naming the org, location, GVC
+ *   and workloads the docs use (acme, aws-us-east-2, shop, web, api); for `ratelimit` it is a file
+ *   holding the rules example of docs/rate-limiting.md;
+ * - `--tls-cert`/`--tls-key`/`--tls-client-ca` are a fresh self-signed pair, and
+ *   `--mesh-cert`/`--mesh-key`/`--mesh-ca` a certificate issued by a fresh mesh CA for the
+ *   workload the command names (`spiffe://acme/gvc/GVC/workload/W`);
+ * - `logs` gets `--log-dir` with one log line for each workload the docs name;
+ * - the working directory is a temporary folder whose `dist` links to the repository's build (so
+ *   `up`'s CA and log folders stay out of the repository, and the tour's `node dist/local/echo.js`
+ *   runs).
+ */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import * as flagsModule from '../../src/flags.js';
+import { OPTIONS } from '../../src/flags.js';
+import { LocalCa } from '../../src/mesh/ca.js';
+import { freePort } from '../fixtures/ratelimit/servers.js';
+import { eventually } from '../faults/fixtures.js';
+import { testCert } from '../fixtures/tls.js';
+import { ROOT, commandsIn, docFiles, proseFlags, synopsisArgs, type DocCommand } from './fixtures.js';
+
+/** Flags of other programs that the prose names, each with its program. */
+const FOREIGN: Record<string, string> = {
+  only: 'npm run bench',
+  rounds: 'npm run bench',
+  root: 'node bench/dist/instructions.js',
+  'single-threaded': 'valgrind',
+};
+const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
+const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
+const ORG = 'acme';
+
+const commands = docFiles().flatMap(commandsIn);
+// The entry point's commands: src/flags.ts's COMMANDS where it lists them, else the entry point's switch.
+const listed = (flagsModule as Record<string, unknown>).COMMANDS as readonly string[] | undefined;
+const known = new Set(listed ?? [...readFileSync(path.join(ROOT, 'src/cli.ts'), 'utf8').matchAll(/case '([a-z]+)':/g)].map((m) => m[1]!));
+known.add('help');
+
+function parse(c: DocCommand) {
+  const args = c.lang === 'text' || c.lang === '' ? synopsisArgs(c.args) : c.args;
+  return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+}
+
+t.test('every svcproxy command line in the docs parses with the program\'s options', async (t) => {
+  t.ok(commands.length >= 10, `found ${commands.length} command lines`);
+  t.ok(known.size >= 7, `the entry point's commands: ${[...known].join(', ')}`);
+  for (const c of commands) {
+    let parsed: ReturnType<typeof parse> | undefined;
+    try {
+      parsed = parse(c);
+    } catch (err) {
+      t.fail(`${c.where}: ${c.text}: ${(err as Error).message}`);
+      continue;
+    }
+    const command = parsed.positionals[0];
+    if (command === undefined) t.ok(parsed.values.help, `${c.where}: a command or --help`);
+    else t.ok(known.has(command), `${c.where}: ${command} is a command (${[...known].join(', ')})`);
+  }
+});
+
+t.test('every option is documented in docs/, and every --flag in the prose is an option', async (t) => {
+  const docsText = docFiles().filter((f) => f.startsWith('docs/')).map((f) => readFileSync(path.join(ROOT, f), 'utf8')).join('\n');
+  const undocumented = Object.keys(OPTIONS).filter((name) => !new RegExp(`--${name}(?![a-z0-9-])`).test(docsText));
+  t.same(undocumented, [], 'every option of src/flags.ts is written as --NAME somewhere in docs/');
+  const unknown = docFiles().flatMap(proseFlags).filter(({ flag }) => !(flag in OPTIONS) && !(flag in FOREIGN));
+  t.same(unknown.map(({ flag, where }) => `${where}: --${flag}`), [], 'every --flag in the prose is an option of svcproxy (or listed in FOREIGN)');
+});
+
+/** The records a `--config /etc/svcproxy` stands for. */
+function writeRecords(dir: string): void {
+  const workload = (name: string) => `kind: workload
+name: ${name}
+gvc: shop
+spec:
+  type: standard
+  containers:
+    - name: ${name}
+      image: ${name}:1
+      ports: [{ number: 8080, protocol: http }]
+  firewallConfig:
+    external:
+      inboundAllowCIDR: [0.0.0.0/0]
+`;
+  const docs = [
+    `kind: org\nname: ${ORG}\n`,
+    'kind: location\nname: aws-us-east-2\nprovider: aws\nregion: us-east-2\n',
+    'kind: gvc\nname: shop\nalias: abcdefghij123\nspec:\n  staticPlacement:\n    locationLinks: [//location/aws-us-east-2]\n',
+    workload('web'),
+    workload('api'),
+    workload('echo'),
+  ];
+  writeFileSync(path.join(dir, 'records.yaml'), docs.join('---\n'));
+}
+
+function rulesExample(): string {
+  const doc = readFileSync(path.join(ROOT, 'docs/rate-limiting.md'), 'utf8');
+  const example = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith('domain:'));
+  if (!example) throw new Error('docs/rate-limiting.md has no rules example');
+  return example;
+}
+
+interface Prepared {
+  readonly argv: string[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly admin?: string;
+}
+
+async function prepare(c: DocCommand, work: string, cleanups: (() => void)[]): Promise<Prepared> {
+  const { values, positionals } = parse(c);
+  const command = positionals[0] ?? 'help';
+  const identity = { gvc: values.gvc ?? c.env.SVC_GVC ?? 'shop', workload: values.workload ?? c.env.SVC_WORKLOAD ?? 'web' };
+  const args = [...c.args];
+  const address = async () => `127.0.0.1:${await freePort()}`;
+  let meshFiles: Record<string, string> | undefined;
+  let tls: ReturnType<typeof testCert> | undefined;
+  for (let i = 0; i < args.length - 1; i++) {
+    const flag = args[i]!;
+    if (['--listen', '--listen-tls', '--admin', '--mesh', '--mesh-inbound'].includes(flag)) args[i + 1] = await address();
+    else if (flag === '--config' || flag === '-c') {
+      const given = path.resolve(ROOT, args[i + 1]!);
+      if (command === 'ratelimit') {
+        args[i + 1] = path.join(work, 'rules.yaml');
+        writeFileSync(args[i + 1]!, rulesExample());
+      } else if (existsSync(given)) args[i + 1] = given;
+      else {
+        args[i + 1] = path.join(work, 'records');
+        mkdirSync(args[i + 1]!, { recursive: true });
+        writeRecords(args[i + 1]!);
+      }
+    } else if (['--tls-cert', '--tls-key', '--tls-client-ca'].includes(flag)) {
+      if (!tls) {
+        tls = testCert();
+        cleanups.push(tls.cleanup);
+      }
+      args[i + 1] = flag === '--tls-key' ? tls.keyFile : tls.certFile;
+    } else if (['--mesh-cert', '--mesh-key', '--mesh-ca'].includes(flag)) {
+      if (!meshFiles) {
+        const ca = await LocalCa.open(path.join(work, 'ca'), { org: ORG });
+        const creds = await ca.issue(`spiffe://${ORG}/gvc/${identity.gvc}/workload/${identity.workload}`, 24 * 3600_000);
+        meshFiles = { '--mesh-cert': path.join(work, 'tls.crt'), '--mesh-key': path.join(work, 'tls.key'), '--mesh-ca': path.join(work, 'ca.crt') };
+        writeFileSync(meshFiles['--mesh-cert']!, creds.certPem);
+        writeFileSync(meshFiles['--mesh-key']!, creds.keyPem);
+        writeFileSync(meshFiles['--mesh-ca']!, creds.caPem);
+      }
+      args[i + 1] = meshFiles[flag]!;
+    }
+  }
+  let admin: string | undefined;
+  if (LONG_RUNNING.has(command) && !values.help) {
+    if (!values.listen) args.push('--listen', await address());
+    if (!values.admin) args.push('--admin', await address());
+    if (command === 'up' && !values.mesh) args.push('--mesh', await address());
+    admin = args[args.lastIndexOf('--admin') + 1];
+  }
+  if (command === 'logs') {
+    const dir = path.join(work, 'logs');
+    for (const [gvc, workload] of [['shop', 'api'], ['shop', 'echo']] as const) {
+      mkdirSync(path.join(dir, gvc), { recursive: true });
+      const line = { time: new Date().toISOString(), workload, gvc, location: 'aws-us-east-2', replica: `${workload}-0`, container: 'app', msg: 'listening' };
+      writeFileSync(path.join(dir, gvc, `${workload}.jsonl`), `${JSON.stringify(line)}\n`);
+    }
+    args.push('--log-dir', dir);
+  }
+  return { argv: [path.join(ROOT, 'bin/svcproxy.js'), ...args], env: { ...process.env, ...c.env }, ...(admin ? { admin } : {}) };
+}
+
+/** Runs one documented command in its own folder; resolves with what went wrong, or undefined. */
+async function run(c: DocCommand): Promise<string | undefined> {
+  const work = mkdtempSync(path.join(tmpdir(), 'svcproxy-docs-'));
+  symlinkSync(path.join(ROOT, 'dist'), path.join(work, 'dist'));
+  const cleanups: (() => void)[] = [];
+  try {
+    let p: Prepared;
+    try {
+      p = await prepare(c, work, cleanups);
+    } catch (err) {
+      return `cannot prepare: ${(err as Error).message}`;
+    }
+    const child = spawn(process.execPath, p.argv, { cwd: work, env: p.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const ran = `node ${p.argv.map((a) => path.relative(ROOT, a).startsWith('..') ? a : path.relative(ROOT, a) || a).join(' ')}`;
+    if (p.admin) {
+      // Ready, or gone: a role that exits (a usage error, a bad record) ends the wait at once.
+      let gone = false;
+      void exited.then(() => (gone = true));
+      const ready = async () => gone || (await fetch(`http://${p.admin}/ready`).catch(() => undefined))?.status === 200;
+      if (!(await eventually(ready, 60_000, 100)) || gone) {
+        child.kill('SIGKILL');
+        const code = await exited;
+        return `${ran}: not ready (exit ${code}): ${out.slice(-2000)}`;
+      }
+      child.kill('SIGTERM');
+    }
+    const code = await exited;
+    return code === 0 ? undefined : `${ran}: exit ${code}: ${out.slice(-2000)}`;
+  } finally {
+    for (const cleanup of cleanups) cleanup();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+t.test('every command in an sh block runs', async (t) => {
+  const runnable = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun === undefined);
+  const skipped = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun !== undefined);
+  for (const c of skipped) t.comment(`not run: ${c.where}: ${c.notRun}`);
+  t.ok(runnable.some((c) => parse(c).positionals[0] === 'up'), 'the docs run up');
+  // Two at a time: a machine of two cores, each role's start costs one for a second or two.
+  const queue = [...runnable];
+  const worker = async () => {
+    for (let c = queue.shift(); c; c = queue.shift()) {
+      const problem = await run(c);
+      t.equal(problem, undefined, `${c.where}: ${c.text}`);
+    }
+  };
+  await Promise.all([worker(), worker()]);
+});
