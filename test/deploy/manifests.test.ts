@@ -10,7 +10,7 @@
  */
 import t from 'tap';
 import http from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -165,6 +165,20 @@ t.test('the Dockerfile: what it copies exists and is in the context; ENTRYPOINT 
   t.ok(ignoredBy(ignore, 'node_modules') && ignoredBy(ignore, 'dist') && ignoredBy(ignore, '.git'), 'node_modules, dist and .git stay out of the context');
   t.same(image.entrypoint, ['svcproxy']);
   const staged = stageImage(t, image);
+  // Files the program reads beside its modules at run time (proto/, package.json, ...): each
+  // relative path that dist/ resolves from import.meta.url must be in the image. The argv runs
+  // below use no proto/ file (the rate-limit wire is hand-coded), so this is what checks it.
+  const distDir = path.join(staged.cwd, 'dist');
+  const relatives = /(?:new URL\('(\.\.?\/[^']+)', import\.meta\.url\)|createRequire\(import\.meta\.url\)\('(\.\.?\/[^']+)'\))/g;
+  let found = 0;
+  for (const file of readdirSync(distDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'))) {
+    for (const m of readFileSync(path.join(distDir, file), 'utf8').matchAll(relatives)) {
+      found++;
+      const target = path.resolve(path.dirname(path.join(distDir, file)), m[1] ?? m[2]!);
+      t.ok(existsSync(target), `dist/${file} reads ${m[1] ?? m[2]}: in the image as ${path.relative(staged.root, target)}`);
+    }
+  }
+  t.ok(found >= 3, `${found} run-time file references in dist/`);
   const run = runSync([...image.entrypoint, ...image.cmd], { ...process.env } as Record<string, string>, staged);
   t.equal(run.code, 0, `${[...image.entrypoint, ...image.cmd].join(' ')}: exit 0 ${run.stderr}`);
   t.match(run.stdout, /^Usage:/m);
