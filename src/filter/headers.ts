@@ -20,6 +20,10 @@ export interface VendorHeaders {
   debug: string;
   location: string;
   replica: string;
+  /** Debug answers (DESIGN §11): the route taken, the attempts, the trace id. */
+  route: string;
+  attempts: string;
+  traceId: string;
   /** Prefixes of request headers clients may not set. */
   strip: readonly string[];
 }
@@ -29,6 +33,9 @@ export function vendorHeaders(vendor: string): VendorHeaders {
     debug: `x-${vendor}-debug`,
     location: `x-${vendor}-location`,
     replica: `x-${vendor}-replica`,
+    route: `x-${vendor}-route`,
+    attempts: `x-${vendor}-attempts`,
+    traceId: `x-${vendor}-trace-id`,
     strip: vendor === 'envoy' ? ['x-envoy-'] : ['x-envoy-', `x-${vendor}-`],
   };
 }

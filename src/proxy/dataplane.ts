@@ -32,6 +32,7 @@ import { runChain, EMPTY_CHAIN } from './filters.js';
 import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
 import { hasBody, SharedResources, type LocalReply } from '../filter/index.js';
 import type { Readable } from 'node:stream';
+import { DebugInfo, freshTraceparent, traceIdFor } from './debug.js';
 import type { FailureKind, RetryPolicy } from '../retry/policy.js';
 import { backoffMs, retryAfterMs } from '../retry/backoff.js';
 import { RetryBudgets, type RetryBudget } from '../retry/budget.js';
@@ -335,6 +336,7 @@ export class DataPlane implements ExchangeObserver {
     if (!route) return ex.reply({ code: 'NO_ROUTE' });
     const workload = route.workload;
     ex.workload = workload;
+    if (route.canonical && workload.defaultOptions.debug) this.askedForDebug(ex, target, route);
     this.opts.telemetry?.routed?.(ex);
     if (caller) {
       ex.meshCaller = caller;
@@ -343,10 +345,17 @@ export class DataPlane implements ExchangeObserver {
     }
     const gvc = table.snapshot.gvcs.get(workload.gvc);
     ex.clientAddress = clientAddress(ex.peer, req.headers['x-forwarded-for'], gvc?.trustedProxies ?? 0);
-    ex.debug = route.canonical && workload.defaultOptions.debug && req.headers[table.headers.debug] === 'true';
     const chain = table.ingressChains.get(workload.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return this.toReplica(ex, table, route, tls);
     runChain(chain, ex, (result) => (result ? ex.reply(result) : this.toReplica(ex, table, route, tls)));
+  }
+
+  /** `x-svc-debug: true` or `trace` on a canonical or alias name of a workload with debug on (DESIGN §11). */
+  private askedForDebug(ex: Exchange, target: HostTarget, route: Route): void {
+    const asked = ex.req.headers[this.table.headers.debug];
+    if (asked !== 'true' && asked !== 'trace') return;
+    const w = route.workload;
+    ex.debugInfo = new DebugInfo(asked === 'trace', `${target.kind}; gvc=${w.gvc}; workload=${w.name}${route.port ? `; port=${route.port.number}` : ''}`);
   }
 
   /** Host target → workload, port and path (domain routes rewrite). */
@@ -396,6 +405,7 @@ export class DataPlane implements ExchangeObserver {
   private awaitFirstChecks(ex: Exchange, table: RouteTable, route: Route, tls: boolean): boolean {
     const checked = whenFirstChecked(this.opts.replicas, route.workload.key, this.opts.deps.clock);
     if (checked === undefined) return false;
+    ex.debugInfo?.queued(this.opts.deps.clock.now());
     void checked.then(() => this.toReplica(ex, table, route, tls, true));
     return true;
   }
@@ -425,6 +435,7 @@ export class DataPlane implements ExchangeObserver {
       return;
     }
     ex.startTimeout(route.workload.timeoutMs);
+    ex.debugInfo?.queued(this.opts.deps.clock.now());
     const set = waiting;
     const release = (): void => {
       set.delete(waiter);
@@ -478,6 +489,7 @@ export class DataPlane implements ExchangeObserver {
     if (ex.isFinished) return;
     const { workload } = route;
     const { replicas, deps } = this.opts;
+    if (waited) ex.debugInfo?.dequeued(deps.clock.now());
     if (workload.globallySuspended) return ex.reply({ code: 'SUSPENDED' });
     let location = route.fixedLocation;
     const gvcLocations = table.snapshot.gvcs.get(workload.gvc)?.locations;
@@ -536,6 +548,7 @@ export class DataPlane implements ExchangeObserver {
       ...(serverless ? { forwardedHost: ex.host } : {}),
       ...(route.setHeaders && route.setHeaders.length > 0 ? { set: route.setHeaders } : {}),
     });
+    if (ex.debugInfo?.trace) this.traceForDebug(ex, headers);
     ex.targetPort = route.port?.number;
     const hop = this.hopOf(ex, replica, route.port, route.internal === true);
     const plan: AttemptPlan = { table, route, protocol: protocolOf(route.port), headers, path: route.upstreamPath, hop };
@@ -587,6 +600,7 @@ export class DataPlane implements ExchangeObserver {
       ex.bodyOverride = body;
     }
     const replica = ex.replica!;
+    ex.debugInfo?.attemptStarted(replica.name, ex.location ?? '', this.opts.deps.clock.now());
     // A retry lands on a replica reached the same way (a filter chain skipped for a sidecar that
     // runs it must not be skipped for one that does not), or not at all.
     if (this.hopOf(ex, replica, plan.route.port, plan.route.internal === true) !== plan.hop) return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
@@ -626,6 +640,7 @@ export class DataPlane implements ExchangeObserver {
       this.mayRetry(ex, state) &&
       state.policy.shouldRetry({ kind: 'response', status, headers }) &&
       this.retry(ex, state, retryAfterMs(headers['retry-after'], this.opts.deps.clock.wallNow()));
+    ex.debugInfo?.attemptEnded(String(status), retried, this.opts.deps.clock.now());
     this.opts.telemetry?.attemptEnd(ex, { status, retried });
     return !retried;
   }
@@ -639,6 +654,7 @@ export class DataPlane implements ExchangeObserver {
       this.mayRetry(ex, state) &&
       state.policy.shouldRetry({ kind: 'failure', failure: kind }) &&
       this.retry(ex, state, undefined);
+    ex.debugInfo?.attemptEnded(kind, retried, this.opts.deps.clock.now());
     this.opts.telemetry?.attemptEnd(ex, { failure: kind, retried });
     return retried;
   }
@@ -839,10 +855,32 @@ export class DataPlane implements ExchangeObserver {
     }
   }
 
-  private debugHeaders(ex: Exchange): OutgoingHttpHeaders | undefined {
-    if (!ex.debug || !ex.replica) return undefined;
+  /** Debug answers (src/proxy/debug.ts): on upstream answers and on the proxy's own replies. */
+  debugHeaders(ex: Exchange): OutgoingHttpHeaders | undefined {
+    const info = ex.debugInfo;
+    if (info === undefined) return undefined;
     const names = this.table.headers;
-    return { [names.location]: ex.location ?? '', [names.replica]: ex.replica.name };
+    const now = this.opts.deps.clock.now();
+    // An attempt still open when the proxy answers itself ended that way (a timeout, the retries spent).
+    info.attemptEnded(ex.timedOut ? 'timeout' : ex.errorCode ?? 'failed', false, now);
+    if (info.trace && info.traceId === undefined) info.traceId = this.opts.telemetry?.traceIdOf?.(ex);
+    const upstreamMs = ex.upstreamHeadersAt > 0 ? ex.upstreamHeadersAt - ex.upstreamStartedAt : undefined;
+    return {
+      ...(ex.replica ? { [names.location]: ex.location ?? '', [names.replica]: ex.replica.name } : {}),
+      ...info.headers(names, ex.startedAt, now, upstreamMs),
+    };
+  }
+
+  /**
+   * `x-svc-debug: trace` to a workload that does not trace: the answer still names a trace id, the
+   * caller's (`traceparent`) or a new one sent upstream, so the app's own logs can be found by it.
+   * A workload that traces samples the request instead (src/tracing) and its span's id is answered.
+   */
+  private traceForDebug(ex: Exchange, headers: OutgoingHttpHeaders): void {
+    if (this.opts.telemetry?.tracesWorkload?.(ex.workload!.key)) return;
+    const { id, fresh } = traceIdFor(ex.req.headers.traceparent);
+    ex.debugInfo!.traceId = id;
+    if (fresh) headers.traceparent = freshTraceparent(id);
   }
 
   // ---- bookkeeping -----------------------------------------------------------------------------

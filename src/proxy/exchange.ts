@@ -15,6 +15,7 @@ import type { ExchangeView, HeaderOp, LocalReply } from '../filter/index.js';
 import type { Tunnel } from './tunnel.js';
 import type { OutboundCaller } from './mesh-peer.js';
 import type { MeshPeer } from '../mesh/index.js';
+import type { DebugInfo } from './debug.js';
 
 /** Where a response keeps its exchange, for the one listener all responses share. */
 const EXCHANGE = Symbol('svcproxy.exchange');
@@ -37,6 +38,8 @@ export function abortOnClientClose(ex: Exchange): void {
 export interface ExchangeObserver {
   /** Called once per request when it is over. */
   onFinish(exchange: Exchange): void;
+  /** The debug headers of a request that asked for them (`debugInfo` set), as its answer leaves. */
+  debugHeaders?(exchange: Exchange): OutgoingHttpHeaders | undefined;
 }
 
 export class Exchange implements ExchangeView {
@@ -100,8 +103,8 @@ export class Exchange implements ExchangeView {
   attempts = 0;
   /** Retry bookkeeping of the ingress (set by the data plane when the request is forwarded). */
   attemptState: unknown = undefined;
-  /** Debug headers (`x-svc-location` / `x-svc-replica`) go on the response. */
-  debug = false;
+  /** Set when the request asked for debug answers and may have them (src/proxy/debug.ts). */
+  debugInfo: DebugInfo | undefined = undefined;
   timedOut = false;
   private timer: Timer | undefined = undefined;
   private finished = false;
@@ -132,6 +135,10 @@ export class Exchange implements ExchangeView {
     this.errorCode = reply.code;
     if (this.responseHeaderOps) reply = { ...reply, headers: applyHeaderOps({ ...(reply.headers ?? this.responseHeaders) }, this.responseHeaderOps) };
     else if (this.responseHeaders && !reply.headers) reply = { ...reply, headers: this.responseHeaders };
+    if (this.debugInfo !== undefined) {
+      const debug = this.observer.debugHeaders?.(this);
+      if (debug) reply = { ...reply, headers: { ...reply.headers, ...debug } };
+    }
     this.status = sendLocalReply(this.req, this.res, reply, this.requestId);
     this.finish();
   }

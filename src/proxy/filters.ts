@@ -26,8 +26,12 @@ export function buildChain(factories: readonly FilterFactory[], ctx: FilterConte
  * the first answer, or `undefined` when every filter let the exchange continue.
  */
 export function runChain(chain: Chain, exchange: Exchange, done: (result: FilterResult) => void, from = 0): void {
+  // A request that asked for debug answers times each filter (Server-Timing); others pay this check.
+  const debug = exchange.debugInfo;
   for (let i = from; i < chain.length; i++) {
     let result: FilterResult | Promise<FilterResult>;
+    const startedAt = debug === undefined ? 0 : performance.now();
+    const ran = debug === undefined ? undefined : (): void => debug.filterRan(chain[i]!.name, performance.now() - startedAt);
     try {
       result = chain[i]!.run(exchange);
     } catch (err) {
@@ -37,11 +41,19 @@ export function runChain(chain: Chain, exchange: Exchange, done: (result: Filter
     }
     if (result instanceof Promise) {
       result.then(
-        (r) => (r ? done(r) : runChain(chain, exchange, done, i + 1)),
-        (err: Error) => done({ code: 'BAD_REQUEST', status: 500, message: `filter ${chain[i]!.name} failed: ${err.message}` }),
+        (r) => {
+          ran?.();
+          if (r) done(r);
+          else runChain(chain, exchange, done, i + 1);
+        },
+        (err: Error) => {
+          ran?.();
+          done({ code: 'BAD_REQUEST', status: 500, message: `filter ${chain[i]!.name} failed: ${err.message}` });
+        },
       );
       return;
     }
+    ran?.();
     if (result) {
       done(result);
       return;

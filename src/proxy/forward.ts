@@ -46,7 +46,14 @@ export function failureKind(err: Error & { code?: string }, rstCode?: number): F
 }
 
 function mergeHeaders(base: OutgoingHttpHeaders, ...extra: (OutgoingHttpHeaders | undefined)[]): OutgoingHttpHeaders {
-  for (const e of extra) if (e) for (const k in e) base[k] = e[k];
+  for (const e of extra) {
+    if (!e) continue;
+    for (const k in e) {
+      // The proxy's debug timings go before the app's own (Server-Timing is a list).
+      if (k === 'server-timing' && base[k] !== undefined) base[k] = `${String(e[k])}, ${[base[k]].flat().join(', ')}`;
+      else base[k] = e[k];
+    }
+  }
   return base;
 }
 

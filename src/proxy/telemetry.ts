@@ -30,6 +30,10 @@ export interface RequestTelemetry {
   /** An upstream attempt is about to be sent with these headers (mutable). */
   attemptStart(exchange: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void;
   attemptEnd(exchange: Exchange, end: AttemptEnd): void;
+  /** The trace id of the request's server span, when its workload traces (debug answers). */
+  traceIdOf?(exchange: Exchange): string | undefined;
+  /** Whether requests to this workload (key `gvc/name`) are traced. */
+  tracesWorkload?(workload: string): boolean;
   /** The request is over (answered, reset or abandoned); `exchange.status` is final. */
   requestEnd(exchange: Exchange): void;
   close(): Promise<void>;

@@ -332,6 +332,8 @@ export class Telemetry implements RequestTelemetry {
     entry.active++;
     let parent = ROOT_CONTEXT;
     const incoming = extract(ex.req.headers);
+    // `x-svc-debug: trace`: sampled whatever the GVC's sampling or the caller's flag says (DESIGN §11).
+    const forced = ex.debugInfo?.trace === true;
     if (incoming) {
       st.format = incoming.format;
       st.debug = incoming.debug;
@@ -339,14 +341,16 @@ export class Telemetry implements RequestTelemetry {
         parent = trace.setSpanContext(ROOT_CONTEXT, {
           traceId: incoming.traceId,
           spanId: incoming.spanId,
-          traceFlags: incoming.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+          traceFlags: incoming.sampled || forced ? TraceFlags.SAMPLED : TraceFlags.NONE,
           isRemote: true,
           ...(incoming.traceState ? { traceState: sdk.traceStateOf(incoming.traceState) } : {}),
         });
-        if (incoming.sampled === undefined) parent = parent.setValue(sdk.DEFERRED_DECISION, true);
-      } else if (incoming.sampled !== undefined) {
-        parent = parent.setValue(sdk.FORCED_DECISION, incoming.sampled);
+        if (incoming.sampled === undefined && !forced) parent = parent.setValue(sdk.DEFERRED_DECISION, true);
+      } else if (incoming.sampled !== undefined || forced) {
+        parent = parent.setValue(sdk.FORCED_DECISION, forced || incoming.sampled);
       }
+    } else if (forced) {
+      parent = parent.setValue(sdk.FORCED_DECISION, true);
     }
     const method = methodOf(ex.req.method);
     st.anchor = this.anchor();
@@ -377,6 +381,15 @@ export class Telemetry implements RequestTelemetry {
     if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
     const replica = ex.replica?.name ?? (ex.listenerKind === 'sidecar' ? this.opts.sidecar?.replica : undefined);
     if (replica !== undefined) span.setAttribute(k.replica, replica);
+  }
+
+  traceIdOf(ex: Exchange): string | undefined {
+    const st = ex.telemetry === undefined ? undefined : this.state(ex);
+    return st?.span?.spanContext().traceId;
+  }
+
+  tracesWorkload(workload: string): boolean {
+    return this.tracing.workloads.has(workload);
   }
 
   attemptStart(ex: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void {
