@@ -105,6 +105,11 @@ function checkCommandLine(command: Command, flags: Flags, positionals: string[])
       }
     }
   }
+  if (positionals.length > 0) {
+    const word = positionals[0]!;
+    const hint = FLAG_HELP.config.commands.includes(command) && !word.startsWith('-') ? ` (a path goes after --config: --config ${word})` : '';
+    throw new UsageError(`${command} takes flags only, not ${JSON.stringify(word)}${hint}`);
+  }
   const required = COMMAND_HELP[command].requires ?? {};
   for (const [name, what] of Object.entries(required) as [FlagName, string][]) {
     const value = flags[name];
@@ -112,9 +117,6 @@ function checkCommandLine(command: Command, flags: Flags, positionals: string[])
       const valueName = FLAG_HELP[name].per?.[command]?.value ?? FLAG_HELP[name].value;
       throw new UsageError(`--${name} ${valueName} (${what}) is required`);
     }
-  }
-  if (positionals.length > 0) {
-    throw new UsageError(`${command} takes flags only, not ${JSON.stringify(positionals[0])}${positionals[0]!.startsWith('-') ? '' : ` (a path goes after --config: --config ${positionals[0]})`}`);
   }
 }
 
