@@ -2,11 +2,15 @@
  * The admin listener: `/healthz` (the process is alive), `/ready` (configuration loaded and listeners
  * bound: 200, else 503), `/metrics` (Prometheus text), `/config` (the effective configuration with
  * secrets redacted, plus the last rejected reload's errors), `/workloads` (each workload's health per
- * location, when the role gives it). It binds loopback by default and serves
+ * location, when the role gives it), and, when the role gives a dashboard source, the dashboard page
+ * at `/` with its script and style sheet and its server-sent events at `/events` (src/admin/dashboard.ts;
+ * nothing is sampled until the page is first asked for). It binds loopback by default and serves
  * nothing else (404). A failing metrics collection answers 500 and never takes the process down.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Dashboard, type DashboardOptions, type DashboardSource } from './dashboard.js';
+import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS, PAGE_HEADERS } from './dashboard-page.js';
 
 export interface AdminState {
   ready(): boolean;
@@ -14,6 +18,10 @@ export interface AdminState {
   config(): unknown;
   /** `/workloads`: health, ready and total replicas, version per workload and location (DESIGN §10); absent: 404. */
   workloads?(): unknown;
+  /** `/` and `/events`: what the dashboard samples; absent: both 404. */
+  dashboard?: DashboardSource;
+  /** The dashboard's timing and bounds (tests); default 1 s samples, 5 min kept, 16 pages. */
+  dashboardOptions?: DashboardOptions;
 }
 
 /** What `/metrics` serves: one process's `Metrics`, or the sum over `--workers` workers. */
@@ -24,6 +32,8 @@ export interface MetricsSource {
 
 export interface AdminServer {
   readonly address: { host: string; port: number };
+  /** The dashboard's sampler, when the role has one. */
+  readonly dashboard?: Dashboard;
   close(): Promise<void>;
 }
 
@@ -87,12 +97,26 @@ export function redact(value: unknown): unknown {
 }
 
 export async function startAdmin(host: string, port: number, metrics: MetricsSource, state: AdminState): Promise<AdminServer> {
+  const dashboard = state.dashboard ? new Dashboard(state.dashboard, state.dashboardOptions) : undefined;
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    const send = (status: number, type: string, body: string): void => {
-      res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+    const send = (status: number, type: string, body: string, headers?: Readonly<Record<string, string>>): void => {
+      res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
+    if (dashboard) {
+      switch (path) {
+        case '/':
+          dashboard.touch();
+          return send(200, 'text/html; charset=utf-8', DASHBOARD_HTML, PAGE_HEADERS);
+        case '/dashboard.js':
+          return send(200, 'text/javascript; charset=utf-8', DASHBOARD_JS, PAGE_HEADERS);
+        case '/dashboard.css':
+          return send(200, 'text/css; charset=utf-8', DASHBOARD_CSS, PAGE_HEADERS);
+        case '/events':
+          return dashboard.attach(req, res);
+      }
+    }
     switch (path) {
       case '/healthz':
         return send(200, 'text/plain', 'ok\n');
@@ -131,8 +155,10 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
   const addr = server.address() as AddressInfo;
   return {
     address: { host: addr.address, port: addr.port },
+    ...(dashboard ? { dashboard } : {}),
     close: () =>
       new Promise<void>((resolve) => {
+        dashboard?.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

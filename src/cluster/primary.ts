@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { ConfigStore } from '../config/index.js';
 import type { Snapshot } from '../config/model.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { primarySource } from '../admin/dashboard-sources.js';
 import type { RuntimeOptions } from '../roles/runtime.js';
 import { parseHostPort } from '../address.js';
 import { waitForSignals } from '../signals.js';
@@ -76,6 +77,11 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
       admin = await startAdmin(host, port, aggregatedMetrics(metrics.registry, () => workers.ask('metrics')), {
         ready: () => !stopping && workers.allReady(),
         config: async () => configView(options.role, store, workers, (await workers.ask('replicas')) as ReplicaView[][]),
+        dashboard: primarySource({
+          role: options.role, workers: count, store,
+          askMetrics: () => workers.ask('metrics'),
+          replicas: async () => mergeReplicas((await workers.ask('replicas')) as ReplicaView[][]),
+        }),
       });
     }
   } catch (err) {

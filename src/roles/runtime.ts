@@ -12,6 +12,7 @@ import { ConfigStore } from '../config/index.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { processSource } from '../admin/dashboard-sources.js';
 import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane } from '../proxy/dataplane.js';
 import type { SidecarIdentity } from '../proxy/dataplane-options.js';
@@ -438,6 +439,7 @@ export class Runtime {
         ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
         config: () => this.configDump(),
         workloads: () => this.workloads(),
+        dashboard: processSource({ role: opts.role, metrics: this.metrics, store: this.store, replicas: this.replicas, clock: this.deps.clock, workloads: () => this.workloads() }),
       });
     }
     this.listening = true;

@@ -189,7 +189,10 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     lines.push(`  mesh         http://${formatHostPort(l.address)}  (internal names from this shell, as spiffe://${runtime.dataplane.org}/ingress: admitted by inboundAllowType same-org)`);
   }
   lines.push(`  mesh CA      ${options.caDir ?? DEFAULT_CA_DIR}  (each replica: its own certificate, mTLS listener and HTTP_PROXY)`);
-  if (runtime.admin) lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
+  if (runtime.admin) {
+    lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
+    lines.push(`  dashboard    http://${formatHostPort(runtime.admin.address)}/`);
+  }
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
   for (const e of listEndpoints(snapshot, runtime.replicas)) {
