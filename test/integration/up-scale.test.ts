@@ -20,7 +20,7 @@ import { ALIAS, request, waitFor } from '../helpers/harness.js';
 /** Answers after 200 ms with the most requests it ever had in flight at once. */
 const COUNTING_APP = "let n=0,max=0;require('http').createServer((q,s)=>{n++;max=Math.max(max,n);setTimeout(()=>{n--;s.end(String(max))},200)}).listen(process.env.PORT,'127.0.0.1')";
 
-function records(name: string, autoscaling: Record<string, unknown>, args: string[] = [echoScriptPath()]): Record<string, unknown>[] {
+function records(name: string, autoscaling: Record<string, unknown>, args: string[] = [echoScriptPath()], debug = false): Record<string, unknown>[] {
   return [
     { kind: 'org', name: 'acme' },
     { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
@@ -30,7 +30,7 @@ function records(name: string, autoscaling: Record<string, unknown>, args: strin
       spec: {
         type: 'serverless',
         containers: [{ name: 'app', command: process.execPath, args, ports: [{ number: 8080, protocol: 'http' }] }],
-        defaultOptions: { autoscaling, timeoutSeconds: 15 },
+        defaultOptions: { autoscaling, timeoutSeconds: 15, debug },
         firewallConfig: { external: { inboundAllowCIDR: ['0.0.0.0/0'] } },
       },
     },
@@ -52,7 +52,7 @@ const host = (w: string): string => `${w}-${ALIAS}.app.localhost`;
 const running = (up: Up, w: string): number => up.supervisor.processes().filter((p) => p.workload === `shop/${w}`).length;
 
 t.test('minScale 0: nothing runs until a request; idle past scaleToZeroDelay: back to zero', async (t) => {
-  const up = await start(t, records('lazy', { minScale: 0, maxScale: 2, scaleToZeroDelay: 1 }));
+  const up = await start(t, records('lazy', { minScale: 0, maxScale: 2, scaleToZeroDelay: 1 }, undefined, true));
   const port = up.runtime.listeners[0]!.address.port;
   t.equal(running(up, 'lazy'), 0, 'no process at start');
   t.equal((await request(up.runtime.admin!.address.port, 'admin', '/ready')).status, 200, 'ready without it (minScale 0)');
@@ -62,8 +62,9 @@ t.test('minScale 0: nothing runs until a request; idle past scaleToZeroDelay: ba
   t.equal(running(up, 'lazy'), 1);
   await waitFor(() => running(up, 'lazy') === 0, 60_000, 'scaled to zero after the idle delay');
   t.equal(up.runtime.replicas.all().filter((r) => r.workload === 'shop/lazy').length, 0, 'no replica left in the table');
-  const again = await request(port, host('lazy'), '/again');
+  const again = await request(port, host('lazy'), '/again', { headers: { 'x-svc-debug': 'true' } });
   t.equal(again.status, 200, 'the next request wakes it again');
+  t.match(again.headers['server-timing'], /(^|, )queue;dur=\d/, 'its debug answers show the wait for the replica (Server-Timing queue)');
 });
 
 t.test('concurrency: load beyond the target starts replicas up to maxScale; they stop when it is gone', async (t) => {
