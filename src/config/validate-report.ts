@@ -15,7 +15,7 @@ import { rulesFrom } from '../ratelimit/service/rules.js';
 import { yamlLib } from '../yaml-lib.js';
 import { compile } from './compile.js';
 import { filesOf, parseRecords, reason } from './load.js';
-import { lineAlong, locateFindings, parsePath, type ReadText } from './locate.js';
+import { lineAlong, linesOf, locateFindings, parsePath, type ReadText } from './locate.js';
 import type { Settings } from './model.js';
 import { isReadKind, PLATFORM_KINDS, READ_KINDS, type SourcedRecord } from './records.js';
 import { checkSettings } from './snapshot.js';
@@ -44,7 +44,7 @@ function rulesLine(error: string, file: string, root: unknown, counter: LineCoun
   const rest = error.slice(head.length);
   const steps = parsePath(rest.slice(0, rest.indexOf(': ')));
   // The path starts at the document, called `domain`; `domain` alone is also the member of that name.
-  const line = lineAlong(root, steps.length === 1 ? steps : steps.slice(1), counter);
+  const line = lineAlong(root, steps.length === 1 ? steps : steps.slice(1), linesOf(counter));
   return line === undefined ? error : `${file}:${line}: ${rest}`;
 }
 

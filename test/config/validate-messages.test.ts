@@ -185,3 +185,19 @@ t.test('a record without a line (JSON) that is missing a member: the line of the
   // `containers[0]` starts on the line after `"containers": [`.
   t.same(report.stderr[0], `${join(dir, 'c.json')}:${lineOf(text, '"containers": [') + 1}: workload/api: spec.containers[0].name: is required`);
 });
+
+t.test('a file rewritten between the load and the lookup: the record keeps its own line', async (t) => {
+  const records = baseRecords();
+  setPath(find(records, 'workload/api'), 'spec.defaultOptions.timeoutSeconds', 'bad');
+  const text = yamlDocs(records);
+  const dir = t.testdir({ 'a.yaml': text });
+  const file = join(dir, 'a.yaml');
+  const recordLine = lineOf(text, 'name: api');
+  // Read again, the file holds other records (renamed): their lines would be wrong, so none is taken.
+  const renamed = text.replace('name: api\n', 'name: api2\n');
+  let reads = 0;
+  const moved = await validateReport([dir], defaultSettings, async () => (reads++ === 0 ? text : renamed));
+  t.equal(reads, 2, 'read to load, then again for the lines');
+  t.same(moved.stderr[0], `${file}:${lineOf(text, 'kind: workload')}: workload/api: spec.defaultOptions.timeoutSeconds: must be an integer from 1 to 600`);
+  t.not(recordLine, lineOf(text, 'timeoutSeconds'), 'the two lines differ, so the test tells them apart');
+});
