@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 
 export function isDiscoveredHost(host: string): boolean {
-  if (isIP(host) !== 0) return false;
+  if (host === '' || isIP(host) !== 0) return false;
   const h = host.toLowerCase().replace(/\.$/, '');
   return h !== 'localhost' && !h.endsWith('.localhost');
 }
@@ -24,7 +24,8 @@ export function hostOf(address: string): string {
  * of that one address). Returns an error text when they do not agree.
  */
 export function discoveredNameOf(entry: { readonly address: string; readonly sidecar?: string | undefined; readonly mesh?: string | undefined }): { name?: string; error?: string } {
-  const hosts = [entry.address, entry.sidecar, entry.mesh].filter((a): a is string => a !== undefined).map(hostOf);
+  // An address that is no `host:port` at all is the records' checks' to report.
+  const hosts = [entry.address, entry.sidecar, entry.mesh].filter((a): a is string => a !== undefined).map(hostOf).filter((h) => h !== '');
   const named = hosts.filter(isDiscoveredHost);
   if (named.length === 0) return {};
   const name = named[0]!;

@@ -76,6 +76,8 @@ t.test('which hosts are looked up, and one name per replica entry', async (t) =>
   t.equal(isDiscoveredHost('api'), true);
   for (const literal of ['10.0.0.1', '::1', 'localhost', 'LOCALHOST.', 'api.localhost', 'x.y.localhost']) t.equal(isDiscoveredHost(literal), false, literal);
   t.same(discoveredNameOf({ address: '127.0.0.1:8080', sidecar: 'localhost:15006' }), {});
+  t.same(discoveredNameOf({ address: '127.0.0.1:8080', sidecar: 'not an address' }), {}, 'a malformed address is the records\' checks\' to report');
+  t.equal(isDiscoveredHost(''), false);
   t.same(discoveredNameOf({ address: 'Api.Shop:8080', sidecar: 'api.shop.:15006', mesh: 'api.shop:15008' }), { name: 'api.shop' });
   t.match(discoveredNameOf({ address: 'api.shop:8080', sidecar: '10.0.0.1:15006' }).error, /must all name api\.shop/);
   t.match(discoveredNameOf({ address: 'api.shop:8080', sidecar: 'web.shop:15006' }).error, /must all name api\.shop/);
