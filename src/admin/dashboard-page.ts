@@ -69,7 +69,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.wrap { white-space: normal; }
 .metric { display: flex; align-items: center; gap: 6px; justify-content: flex-end; }
 .metric .value { min-width: 56px; text-align: right; font-variant-numeric: tabular-nums; }
-svg.spark { width: 120px; height: 24px; }
+svg.spark { width: 100px; height: 24px; }
 svg.spark polyline { fill: none; stroke: var(--spark); stroke-width: 1.5; }
 svg.spark line { stroke: var(--line); stroke-width: 1; }
 .chip { display: inline-block; margin: 1px 4px 1px 0; padding: 0 6px; border-radius: 9px; font-size: 12px; border: 1px solid var(--line); }

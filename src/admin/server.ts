@@ -115,6 +115,10 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
           return send(200, 'text/css; charset=utf-8', DASHBOARD_CSS, PAGE_HEADERS);
         case '/events':
           return dashboard.attach(req, res);
+        case '/favicon.ico':
+          // Browsers ask for it; no icon, and no 404 in the page's console.
+          res.writeHead(204, { 'cache-control': 'max-age=86400' });
+          return res.end();
       }
     }
     switch (path) {
