@@ -5,10 +5,14 @@
  * rates are the counters' differences (fake clock); the `/events` stream read by undici's
  * EventSource (the reference client): `retry`, a `history` then `tick` events whose rate follows
  * the requests counted, clients dropped when they go away and the one past the bound answered 503;
- * the page's headers (CSP, nosniff) and its script's ways of writing values (text only).
+ * the page's headers (CSP, nosniff) and its script's ways of writing values (text only); and the
+ * installed command with `--workers 2`, whose primary sums its workers' counters for the page.
  */
 import t from 'tap';
 import http from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { EventSource } from 'undici';
 import { Metrics } from '../../src/admin/metrics.js';
 import { startAdmin } from '../../src/admin/server.js';
@@ -17,7 +21,8 @@ import { DASHBOARD_HTML, DASHBOARD_JS } from '../../src/admin/dashboard-page.js'
 import { histogramQuantile, readCounters, Ring, LATENCY, type MetricFamily } from '../../src/admin/dashboard-series.js';
 import type { Clock, Timer } from '../../src/deps.js';
 import { prng, testSeed } from '../helpers/seed.js';
-import { waitFor } from '../helpers/harness.js';
+import { ALIAS, echoHandler, records, request, startHttpServer, waitFor, yamlDocuments } from '../helpers/harness.js';
+import { startProxyProcess } from '../helpers/proxy-process.js';
 
 const BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -267,4 +272,28 @@ t.test('a role without a dashboard source keeps / and /events 404', async (t) =>
   const admin = await startAdmin('127.0.0.1', 0, new Metrics(), { ready: () => true, config: () => ({}) });
   t.teardown(() => admin.close());
   for (const path of ['/', '/events', '/dashboard.js']) t.equal((await fetch(`http://127.0.0.1:${admin.address.port}${path}`)).status, 404, path);
+});
+
+t.test('--workers 2: the primary\'s page sums its workers\' counters and says what it cannot see', async (t) => {
+  const app = await startHttpServer(t, echoHandler('app'));
+  const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-dashboard-workers-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(path.join(dir, 'records.yaml'), yamlDocuments(records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${app.port}`] } })));
+  const proxy = await startProxyProcess(t, ['ingress', '--config', dir, '--location', 'aws-us-east-2', '--workers', '2']);
+  const es = new EventSource(`${proxy.admin}/events`);
+  t.teardown(() => es.close());
+  let latest: Tick | undefined;
+  es.addEventListener('tick', (e) => (latest = JSON.parse((e as MessageEvent).data)));
+  await waitFor(() => latest !== undefined, 60_000, 'a tick from the primary');
+  t.match(latest!.note, /--workers 2/, 'the page says where its numbers come from');
+  t.match(latest!.role, /primary of 2 workers/);
+  let risen = false;
+  for (let i = 0; !risen && i < 20_000; i++) {
+    await request(proxy.port, `api-${ALIAS}.app.localhost`, '/');
+    risen = (latest!.workloads.find((w) => w.key === 'shop/api')?.rps ?? 0) > 0;
+  }
+  t.ok(risen, 'requests through the workers show as a rate');
+  const api = latest!.workloads.find((w) => w.key === 'shop/api')!;
+  t.equal(api.locations[0]?.health, 'Healthy', 'health as every worker sees it');
+  t.same(api.replicas.map((r) => [r.name, r.ready, r.ejected]), [['api-0', true, null]]);
 });
