@@ -27,6 +27,7 @@ import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { parseWorkers, runClustered } from './cluster/index.js';
 import { yamlLib } from './yaml-lib.js';
+import { validateReport } from './config/validate-report.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
 
@@ -225,12 +226,10 @@ async function loadOrExit(flags: Flags): Promise<Snapshot> {
 }
 
 async function validate(flags: Flags): Promise<number> {
-  const snapshot = await loadOrExit(flags);
-  for (const w of snapshot.warnings) process.stderr.write(`warning: ${w}\n`);
-  process.stdout.write(
-    `valid: ${snapshot.records.length} record${snapshot.records.length === 1 ? '' : 's'} (${snapshot.workloads.size} workload${snapshot.workloads.size === 1 ? '' : 's'}, ${snapshot.gvcs.size} gvc${snapshot.gvcs.size === 1 ? '' : 's'}, ${snapshot.domains.size} domain${snapshot.domains.size === 1 ? '' : 's'})\n`,
-  );
-  return 0;
+  const report = await validateReport(requireConfig(flags), settingsFrom(flags));
+  for (const line of report.stdout) process.stdout.write(`${line}\n`);
+  for (const line of report.stderr) process.stderr.write(`${line}\n`);
+  return report.exitCode;
 }
 
 async function endpoints(flags: Flags): Promise<number> {
