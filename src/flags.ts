@@ -27,6 +27,7 @@ export const OPTIONS = {
   'mesh-ca': { type: 'string' },
   'mesh-cert-ttl': { type: 'string' },
   admin: { type: 'string' },
+  api: { type: 'string' },
   location: { type: 'string' },
   app: { type: 'string' },
   gvc: { type: 'string' },
@@ -133,7 +134,10 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
   'mesh-cert-ttl': { value: 'D', about: 'validity of the replicas\' mesh certificates (renewed at 2/3)', default: '24h', commands: ['up'] },
   admin: {
     value: 'HOST:PORT', about: 'admin listener: /healthz /ready /metrics /config', default: '127.0.0.1:9901', commands: [...PROXIES, 'ratelimit'],
-    per: { up: { about: 'admin listener: /healthz /ready /metrics /config /workloads' }, ratelimit: { default: 'none' } },
+    per: { up: { about: 'admin listener: /healthz /ready /metrics /config /workloads' }, ratelimit: { default: 'none (no admin listener)' } },
+  },
+  api: {
+    value: 'HOST:PORT', about: 'the platform API for callers outside every workload (replicas reach it as SVC_ENDPOINT through their own proxy)', default: '127.0.0.1:15080', commands: ['up'],
   },
   location: {
     value: 'NAME', about: 'the location this router serves (required here or from a variable: see Environment)', commands: [...ROLES, 'logs'],
@@ -156,7 +160,7 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
   'log-dir': { value: 'DIR', about: 'where up writes each workload\'s logs', default: '.svcproxy/logs', commands: ['up', 'logs'], per: { logs: { about: 'where up wrote the logs' } } },
   since: { value: 'T', about: 'from a duration ago (10m, 1h30m) or a timestamp (2026-01-02T15:04:05Z)', commands: ['logs'] },
   until: { value: 'T', about: 'up to a duration ago or a timestamp', commands: ['logs'] },
-  container: { value: 'C', about: 'only this container\'s lines (proxy: svcproxy\'s own)', commands: ['logs'] },
+  container: { value: 'C', about: 'only this container\'s lines (svcproxy: the proxy\'s own)', commands: ['logs'] },
   'tracing-collector': { value: 'HOST:PORT', about: 'OTLP collector for spec.tracing.provider.controlplane', commands: PROXIES },
   'dns-server': { value: 'HOST:PORT', about: 'DNS servers for deployment replicas named by DNS (repeatable)', default: 'the system\'s resolvers', commands: PROXIES },
   'headers-timeout': { value: 'D', about: 'time a client has to send a request head (408 after)', default: '66s', commands: PROXIES },

@@ -126,7 +126,7 @@ function flagLines(command: Command): string[] {
     const per = flag.per?.[command];
     const about = per?.about ?? flag.about;
     const fallback = per?.default ?? flag.default;
-    const required = help.requires?.[name] !== undefined ? ' (required)' : '';
+    const required = help.requires?.[name] !== undefined ? ' [required]' : '';
     const label = `  ${flagLabel(name, command)}`;
     const text = `${about}${required}${fallback !== undefined ? ` [default: ${fallback}]` : ''}`;
     return label.length < WIDTH ? `${label.padEnd(WIDTH)}${text}` : `${label}\n${''.padEnd(WIDTH)}${text}`;
