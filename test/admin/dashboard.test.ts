@@ -185,6 +185,20 @@ t.test('nothing is read before the page is asked for; rates are counter differen
   t.same(dashboard.historyEvent().series, {});
 });
 
+t.test('a tick carries the busiest maxRows workloads and says so', async (t) => {
+  const clock = fakeClock();
+  const metrics = new Metrics();
+  const dashboard = new Dashboard(viewOf(metrics), { clock, maxRows: 2 });
+  t.teardown(() => dashboard.close());
+  dashboard.touch();
+  await new Promise((r) => setImmediate(r));
+  for (const [key, n] of [['shop/a', 5], ['shop/b', 1], ['shop/c', 3]] as const) for (let i = 0; i < n; i++) metrics.countRequest(key, 'l', 200, undefined);
+  await clock.fire();
+  const tick = dashboard.current as Tick;
+  t.same(tick.workloads.map((w) => w.key), ['shop/a', 'shop/c'], 'the two busiest, in name order');
+  t.match(tick.note, /the 2 busiest of 4 workloads shown/);
+});
+
 t.test('sseEvent frames one data line even for text with newlines', async (t) => {
   const frame = sseEvent('tick', { text: 'a\nb\r\nc' });
   t.equal(frame.split('\n').length, 4, 'event, data, blank line');
