@@ -15,6 +15,10 @@
  * comments) is rejected too: that is what a file looks like while an editor or `echo >` rewrites it
  * in place, and applying it would remove every route it held. To remove a file's records, delete
  * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
+ *
+ * `add()` puts a record in while running (`up`'s platform API: a POSTed GVC): validated with the
+ * records in force as a reload would be, applied as a new generation, and kept by every later
+ * reload from files (after the files' records, as `records` are) until the process stops.
  */
 import { EventEmitter } from 'node:events';
 import { existsSync, type FSWatcher } from 'node:fs';
@@ -22,6 +26,7 @@ import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
+import type { RawRecord } from './records.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -53,6 +58,8 @@ export class ConfigStore extends EventEmitter<Events> {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Records per config file in the snapshot in force. */
   private perFile: ReadonlyMap<string, number>;
+  /** Records `add()` put in, in order: part of every reload after `options.records`. */
+  private added: readonly RawRecord[] = [];
 
   private constructor(private readonly options: ConfigStoreOptions, first: Loaded & { ok: true }) {
     super();
@@ -119,8 +126,36 @@ export class ConfigStore extends EventEmitter<Events> {
     return run;
   }
 
+  /**
+   * Adds `record` to the configuration in force. Valid (with every record in force, by the same
+   * rules as a file's): applied as a new generation, `change` emitted, kept across reloads. Invalid:
+   * nothing changes and the result holds the errors (not a rejected reload: `lastErrors` stays).
+   */
+  add(record: RawRecord): Promise<LoadResult> {
+    const run = this.queue.then(() => this.addNow(record));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private addNow(record: RawRecord): LoadResult {
+    // The snapshot's own records, not the files read again: an edit half-written meanwhile is not
+    // applied by a POST, nor does it refuse one.
+    const result = compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1);
+    if (!result.ok) return result;
+    this.added = [...this.added, record];
+    this.snapshot = result.snapshot;
+    this.logLoaded(result.snapshot);
+    try {
+      this.emit('change', result.snapshot);
+    } catch (e) {
+      this.options.logger.error({ err: e }, 'configuration change listener failed');
+    }
+    return result;
+  }
+
   private async reloadNow(): Promise<boolean> {
-    let result: Loaded = await load(this.options, this.snapshot.generation + 1);
+    const options = this.added.length === 0 ? this.options : { ...this.options, records: [...(this.options.records ?? []), ...this.added] };
+    let result: Loaded = await load(options, this.snapshot.generation + 1);
     const { logger } = this.options;
     if (result.ok) {
       const now = result.perFile;

@@ -6,7 +6,7 @@
  * no I/O, no clock, nothing random; the same input always gives the same environment. They do not
  * fail; a missing location or org gives empty strings, as an unset value would on the platform.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ContainerModel } from '../config/model.js';
 
 export interface ReplicaEnvInput {
@@ -132,4 +132,20 @@ export function workloadVersion(record: unknown): number {
  */
 export function localToken(secret: string | Uint8Array, workloadKey: string): string {
   return `local.${createHmac('sha256', secret).update(workloadKey).digest('base64url')}`;
+}
+
+/**
+ * Whether `token` is `workloadKey`'s token of this run, compared in constant time (a caller learns
+ * nothing from how long a wrong token took to refuse). Any string is accepted as input.
+ */
+export function isLocalToken(secret: string | Uint8Array, workloadKey: string, token: string): boolean {
+  const want = Buffer.from(localToken(secret, workloadKey));
+  const given = Buffer.from(token);
+  // timingSafeEqual needs equal lengths; the length of a token says nothing secret.
+  return given.length === want.length && timingSafeEqual(given, want);
+}
+
+/** `<VENDOR>_ENDPOINT`: the platform API's base URL (`up`: src/local/api, set with the mesh's variables). */
+export function endpointVariable(vendor: string): string {
+  return `${envPrefix(vendor)}ENDPOINT`;
 }

@@ -7,7 +7,8 @@
  * (an explicit HTTP proxy its processes find in `HTTP_PROXY`/`HTTPS_PROXY`: internal names go out
  * over mTLS with its certificate, sibling containers by name, everything else is egress). The host's
  * `--mesh` listener calls as `spiffe://ORG/ingress`: a member of the org outside every workload,
- * which only `same-org` admits.
+ * which only `same-org` admits. With `up`'s platform API (src/local/api) each outbound listener
+ * also answers `SVC_ENDPOINT`'s name itself, as its replica's workload.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
@@ -19,6 +20,8 @@ import type { ReplicaMesh, ReplicaMeshes } from '../local/supervisor.js';
 import type { ReplicaPlan } from '../local/plan.js';
 import type { HostPort } from '../routing/replicas.js';
 import { startMeshInbound, type Runtime } from './runtime.js';
+import type { PlatformApi } from '../local/api/index.js';
+import { endpointVariable } from '../local/env.js';
 
 export const DEFAULT_CA_DIR = '.svcproxy/ca';
 export const DEFAULT_CERT_TTL_MS = 24 * 3600 * 1000;
@@ -40,6 +43,8 @@ export function noProxy(domains: readonly string[]): string {
 
 export class UpMesh implements ReplicaMeshes {
   private runtime: Runtime | undefined;
+  /** The platform API the replicas' outbound listeners answer for (set before any replica starts). */
+  api: PlatformApi | undefined;
 
   private constructor(
     private readonly ca: LocalCa,
@@ -90,9 +95,13 @@ export class UpMesh implements ReplicaMeshes {
     try {
       listeners.push(await startMeshInbound('127.0.0.1:0', identity, credentials, runtime));
       const caller: OutboundCaller = { workload: workload.key, gvc: workload.gvc, tls, sibling: (c, p) => replica.sibling(c, p) };
+      const api = this.api;
       const outbound = await listen({
         host: '127.0.0.1', port: 0,
-        handlers: (bound) => runtime.dataplane.meshHandlers({ port: bound.address.port }, caller),
+        handlers: (bound) => {
+          const handlers = runtime.dataplane.meshHandlers({ port: bound.address.port }, caller);
+          return api ? api.wrap(handlers, { workload: workload.key, replica: plan.name }) : handlers;
+        },
         ...(runtime.opts.limits ? { limits: runtime.opts.limits } : {}),
       });
       listeners.push(outbound);
@@ -106,6 +115,10 @@ export class UpMesh implements ReplicaMeshes {
     const env: Record<string, string> = workload.mesh.bypassOutbound ? {} : {
       HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy, NO_PROXY: none, no_proxy: none,
     };
+    // Through its own proxy the API knows the caller; a replica that bypasses it can only reach the
+    // `--api` listener, where its token is from outside its workload (docs/platform-api.md).
+    const endpoint = this.api && (workload.mesh.bypassOutbound ? this.api.url : this.api.endpoint());
+    if (endpoint !== undefined) env[endpointVariable(settings.vendor)] = endpoint;
     return { address: listeners[0]!.address, env, detach };
   }
 

@@ -25,6 +25,8 @@ import { DEFAULT_CA_DIR, DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
 import { isIgnored } from '../config/compile-workload.js';
+import { randomBytes } from 'node:crypto';
+import { PlatformApi, DEFAULT_API_ADDRESS } from '../local/api/index.js';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
@@ -39,11 +41,19 @@ export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   readonly scaleDownWindowMs?: number;
   /** Called at each change of a workload's health in a location (also logged at info); the CLI prints it. */
   readonly onHealthChange?: (change: HealthChange) => void;
+  /**
+   * The platform API's listener for callers outside every workload (`--api`); none when unset.
+   * `optional` (the default address, not asked for): when it is taken (another `up` runs), `up`
+   * runs without it and says so, rather than failing.
+   */
+  readonly api?: { readonly address: string; readonly optional?: boolean };
 }
 
 export interface Up {
   readonly runtime: Runtime;
   readonly supervisor: Supervisor;
+  /** The platform API (DESIGN §12): each replica's SVC_ENDPOINT, and `--api`. */
+  readonly api: PlatformApi;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -84,6 +94,22 @@ export async function startUp(options: UpOptions): Promise<Up> {
     throw err;
   }
   mesh.bind(runtime);
+  // One key per run for every SVC_TOKEN: the supervisor mints them, the API checks them.
+  const tokenSecret = randomBytes(32);
+  const api = new PlatformApi({ store: runtime.store, org: () => runtime.dataplane.org, tokenSecret, logger });
+  mesh.api = api;
+  try {
+    if (options.api !== undefined) {
+      await api.listen(options.api.address, runtime.opts.limits).catch((err: NodeJS.ErrnoException) => {
+        if (!options.api?.optional || err.code !== 'EADDRINUSE') throw err;
+        logger.warn({ address: options.api.address }, 'platform API: the default --api address is taken; running without it (replicas still reach theirs)');
+      });
+    }
+  } catch (err) {
+    await runtime.stop(0);
+    mesh.close();
+    throw err;
+  }
   // The autoscaler decides each workload's count per location; the supervisor runs that many.
   let supervisor: Supervisor | undefined;
   const applyCounts = (): void => {
@@ -105,6 +131,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
     deps: runtime.deps,
     mesh,
     desired: scaler.desired,
+    tokenSecret,
     ...(options.backoff ? { backoff: options.backoff } : {}),
   });
   // `/ready` once every workload `up` keeps running has a ready replica in each of its locations.
@@ -114,6 +141,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   } catch (err) {
     await runtime.stop(0);
     await supervisor.stop(0);
+    await api.close();
     mesh.close();
     await files?.close();
     throw err;
@@ -137,12 +165,13 @@ export async function startUp(options: UpOptions): Promise<Up> {
   return {
     runtime,
     supervisor,
+    api,
     stop: (grace = graceMs(runtime.store.current)) =>
       (stopped ??= (async () => {
         health.stop();
         scaler.stop();
         // Stop accepting and drain first, then stop the processes the drained requests were using.
-        await runtime.stop(grace);
+        await Promise.all([runtime.stop(grace), api.close()]);
         await supervisor.stop(grace);
         mesh.close();
         process.off('exit', killOnExit);
@@ -169,6 +198,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'], ...(flags['tls-client-ca'] ? { clientCaFile: flags['tls-client-ca'] } : {}) } } : {}),
     ...(flags['extauth-ca'] ? { extAuthCaFile: flags['extauth-ca'] } : {}),
     admin: flags.admin ?? '127.0.0.1:9901',
+    api: flags.api !== undefined ? { address: flags.api } : { address: DEFAULT_API_ADDRESS, optional: true },
     logger,
     logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
     ...(flags['mesh-cert-ttl'] ? { meshCertTtlMs: meshCertTtl(flags['mesh-cert-ttl']) } : {}),
@@ -193,6 +223,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
     lines.push(`  dashboard    http://${formatHostPort(runtime.admin.address)}/`);
   }
+  if (up.api.url) lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
   for (const e of listEndpoints(snapshot, runtime.replicas)) {
