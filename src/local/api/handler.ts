@@ -65,7 +65,7 @@ const READ_ONLY = ['id', 'version', 'created', 'lastModified', 'links', 'alias',
 
 /** The routes of a path (by segments after `/org/{org}`); undefined: no such path. */
 function routesOf(rest: readonly string[]): readonly Route[] | undefined {
-  const [a, b, c, d, e] = rest;
+  const [a, b, c, d] = rest;
   switch (rest.length) {
     case 0:
       return [{ method: 'GET', action: 'read-org', run: (ctx) => ok(recordView(ctx.index.orgRecord ?? { kind: 'org', name: ctx.org }, ctx.org, ctx.deps.since)) }];
@@ -91,7 +91,6 @@ function routesOf(rest: readonly string[]): readonly Route[] | undefined {
       }
       return undefined;
     default:
-      void e;
       return undefined;
   }
 }
@@ -229,6 +228,10 @@ function send(res: ApiResponse, answer: Answer): void {
     'cache-control': 'no-store',
     ...answer.headers,
   };
-  (res as ServerResponse).writeHead(answer.status, headers);
-  res.end(body);
+  try {
+    (res as ServerResponse).writeHead(answer.status, headers);
+    res.end(body);
+  } catch {
+    // The client went away (a destroyed HTTP/2 stream throws here): nobody to answer.
+  }
 }

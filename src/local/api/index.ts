@@ -46,6 +46,8 @@ export function apiHost(internalDomain: string): string {
 export class PlatformApi {
   private readonly deps: ApiDeps;
   private listener: Listener | undefined;
+  /** `api.<internal domain>`: the domains are flags, fixed for the process's life. */
+  private readonly host: string;
 
   constructor(opts: PlatformApiOptions) {
     const now = opts.now ?? Date.now;
@@ -58,11 +60,12 @@ export class PlatformApi {
       newId: randomUUID,
       logger: opts.logger.child({ component: 'api' }),
     };
+    this.host = apiHost(opts.store.current.settings.internalDomain);
   }
 
   /** `SVC_ENDPOINT` of a replica whose outbound calls go through its outbound listener. */
   endpoint(): string {
-    return `http://${apiHost(this.deps.store.current.settings.internalDomain)}`;
+    return `http://${this.host}`;
   }
 
   /** The `--api` listener's base URL; undefined before `listen()`. */
@@ -78,9 +81,10 @@ export class PlatformApi {
 
   /** Whether `authority` (`host[:port]`) names the API through an outbound listener. */
   private isApi(authority: string): boolean {
-    const host = apiHost(this.deps.store.current.settings.internalDomain);
+    // Compared before lower-casing: the usual request (any other host) costs no new string.
+    if (authority.length !== this.host.length && authority.length !== this.host.length + 3) return false;
     const a = authority.toLowerCase();
-    return a === host || a === `${host}:80`;
+    return a === this.host || a === `${this.host}:80`;
   }
 
   /**
