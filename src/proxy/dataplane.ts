@@ -10,11 +10,10 @@ import http2 from 'node:http2';
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CONNECTION_ESTABLISHED } from './tunnel.js';
-import type { Snapshot, WorkloadModel, PortModel } from '../config/model.js';
+import type { Snapshot, PortModel } from '../config/model.js';
 import {
   chooseLocation,
   geoCandidates,
-  matchDomainRoute,
   pickReplica,
   resolveHost,
   routeTo,
@@ -42,7 +41,7 @@ import type { Role } from './telemetry.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import { DEFAULT_LIMITS, sniff, type ListenerHandlers } from './listener.js';
 import type { Socket } from 'node:net';
-import { buildRouteTable, findPort, protocolOf, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
+import { buildRouteTable, debugAsked, findPort, locateRoute, NO_LOCATION, protocolOf, replicaHop, routeTarget, type FilterFactories, type Route, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Upstreams } from './upstreams.js';
 import { internalFirewall, type MeshCaller } from '../firewall/internal.js';
 import { Tunnels, type RoutingPath } from './tunnels.js';
@@ -50,7 +49,6 @@ import { overHttp2, problemReply, requestProblem } from './sanitize.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
 import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
-import { isIgnored } from '../config/compile-workload.js';
 import { parseHostHeader } from '../routing/hosts.js';
 import { Egress } from './egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
@@ -83,22 +81,6 @@ interface AttemptState {
   tried: Replica[];
   triedLocations: string[];
   body: ReplayableBody | undefined;
-}
-
-/** Where one request goes after routing. */
-interface Route {
-  workload: WorkloadModel;
-  port: PortModel | undefined;
-  /** Path (with query) sent upstream. */
-  upstreamPath: string;
-  fixedLocation?: string;
-  fixedReplica?: number;
-  setHeaders?: readonly (readonly [string, string])[];
-  /** Canonical or alias host: geo routing and debug headers apply. */
-  canonical: boolean;
-  includeNotReady: boolean;
-  /** An internal name: the mesh carries it (mTLS to the replica's sidecar, when it has one). */
-  internal?: boolean;
 }
 
 const NO_FILTERS: FilterFactories = { ingress: [], sidecar: [] };
@@ -352,47 +334,15 @@ export class DataPlane implements ExchangeObserver {
 
   /** `x-svc-debug: true` or `trace` on a canonical or alias name of a workload with debug on (DESIGN §11). */
   private askedForDebug(ex: Exchange, target: HostTarget, route: Route): void {
-    const asked = ex.req.headers[this.table.headers.debug];
-    if (asked !== 'true' && asked !== 'trace') return;
+    const asked = debugAsked(route, ex.req.headers[this.table.headers.debug]);
+    if (asked === undefined) return;
     const w = route.workload;
     ex.debugInfo = new DebugInfo(asked === 'trace', `${target.kind}; gvc=${w.gvc}; workload=${w.name}${route.port ? `; port=${route.port.number}` : ''}`);
   }
 
-  /** Host target → workload, port and path (domain routes rewrite). */
+  /** Host target → workload, port and path (domain routes rewrite): routes.ts's `routeTarget`. */
   private route(table: RouteTable, target: HostTarget, ex: RoutingPath): Route | undefined {
-    const pathWithQuery = ex.pathWithQuery;
-    switch (target.kind) {
-      case 'canonical':
-      case 'alias':
-        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, canonical: true, includeNotReady: false };
-      case 'location':
-        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, fixedLocation: target.location, canonical: false, includeNotReady: false };
-      case 'replica':
-        return { workload: target.workload, port: target.workload.primaryPort, upstreamPath: pathWithQuery, fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: false };
-      case 'internal':
-        return { workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses, internal: true };
-      case 'internal-replica':
-        return {
-          workload: target.workload, port: findPort(target.workload, target.port), upstreamPath: pathWithQuery,
-          fixedLocation: target.location, fixedReplica: target.index, canonical: false, includeNotReady: target.workload.publishNotReadyAddresses, internal: true,
-        };
-      case 'domain': {
-        const match = matchDomainRoute(target.port, ex.path);
-        if (!match) return undefined;
-        const workload = table.snapshot.workloads.get(match.route.workload);
-        // A route to an ignored workload (`svc/ignore`) routes nowhere, as its own names do.
-        if (!workload || isIgnored(workload, table.snapshot.settings.vendor)) return undefined;
-        const port = findPort(workload, match.route.port);
-        return {
-          workload, port,
-          upstreamPath: ex.query ? match.upstreamPath + ex.query : match.upstreamPath,
-          ...(match.route.replica !== undefined ? { fixedReplica: match.route.replica } : {}),
-          setHeaders: match.route.setHeaders,
-          canonical: true,
-          includeNotReady: false,
-        };
-      }
-    }
+    return routeTarget(table.snapshot, target, ex);
   }
 
   /**
@@ -490,27 +440,15 @@ export class DataPlane implements ExchangeObserver {
     const { workload } = route;
     const { replicas, deps } = this.opts;
     if (waited) ex.debugInfo?.dequeued(deps.clock.now());
-    if (workload.globallySuspended) return ex.reply({ code: 'SUSPENDED' });
-    let location = route.fixedLocation;
-    const gvcLocations = table.snapshot.gvcs.get(workload.gvc)?.locations;
-    if (location === undefined && gvcLocations?.length === 1) {
-      // One location: nothing to choose, so no candidate list is built (the common case).
-      location = gvcLocations[0]!;
-      const options = workload.locationOptions.get(location);
-      if (options?.suspend || options?.maxScale === 0) return ex.reply({ code: 'SUSPENDED' });
-    }
-    if (location !== undefined) {
-      if (workload.locationOptions.get(location)?.suspend) return ex.reply({ code: 'SUSPENDED' });
-    } else {
-      const candidates = geoCandidates(table.snapshot, workload, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency);
-      location = chooseLocation(candidates);
-      if (location === undefined) {
-        const allSuspended = candidates.length > 0 && candidates.every((c) => workload.locationOptions.get(c.name)?.suspend);
-        if (!allSuspended && !waited && this.awaitFirstChecks(ex, table, route, tls)) return;
-        if (!allSuspended && this.holdForStarting(ex, table, route, tls)) return;
-        return ex.reply({ code: allSuspended ? 'SUSPENDED' : 'NO_HEALTHY_UPSTREAM' });
+    const located = locateRoute(table.snapshot, route, route.includeNotReady ? this.anyReplica : replicas, this.opts.latencyOf ?? noLatency);
+    if (typeof located !== 'string') {
+      if (located === NO_LOCATION) {
+        if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
+        if (this.holdForStarting(ex, table, route, tls)) return;
       }
+      return ex.reply({ code: located.code });
     }
+    const location = located;
     ex.location = location;
     const list = replicas.list(workload.key, location);
     let replica: Replica | undefined;
@@ -615,16 +553,7 @@ export class DataPlane implements ExchangeObserver {
 
   /** How a request reaches `replica` on `port` (see Hop); `internal`: for an internal name. */
   hopOf(ex: Exchange, replica: Replica, port: PortModel | undefined, internal: boolean): Hop {
-    const target = ex.workload!;
-    const number = port?.number ?? target.primaryPort?.number;
-    if (number !== undefined && number === target.mesh.inboundDisabledPort) return 'bare';
-    const caller = ex.meshCaller;
-    if (internal && caller?.tls && replica.mesh) {
-      const own = caller.workload === undefined ? undefined : this.table.snapshot.workloads.get(caller.workload);
-      if (number === undefined || number !== own?.mesh.outboundDisabledPort) return 'mesh';
-      return 'bare';
-    }
-    return replica.sidecar ? 'sidecar' : 'app';
+    return replicaHop(this.table.snapshot, ex.workload!, replica, port, internal, ex.meshCaller);
   }
 
   private onAttemptResponse(ex: Exchange, status: number, headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
