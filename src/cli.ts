@@ -106,7 +106,8 @@ function checkCommandLine(command: Command, flags: Flags, positionals: string[])
       }
     }
   }
-  if (positionals.length > 0) {
+  // explain's one word is its URL (src/explain checks it).
+  if (positionals.length > 0 && command !== 'explain') {
     const word = positionals[0]!;
     const hint = FLAG_HELP.config.commands.includes(command) && !word.startsWith('-') ? ` (a path goes after --config: --config ${word})` : '';
     throw new UsageError(`${command} takes flags only, not ${JSON.stringify(word)}${hint}`);
@@ -177,6 +178,9 @@ export async function main(argv: string[]): Promise<number> {
         return await validate(flags);
       case 'endpoints':
         return await endpoints(flags);
+      case 'explain':
+        // Loaded when asked for: no other command pays for it.
+        return await (await import('./explain/index.js')).runExplain(flags, parsed.positionals, settingsFrom(flags));
       case 'up':
         return await runUp(flags, settingsFrom(flags), loggerFrom(flags));
       case 'ingress':

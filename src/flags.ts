@@ -53,6 +53,9 @@ export const OPTIONS = {
   'max-concurrent-streams': { type: 'string' },
   'max-event-loop-delay': { type: 'string' },
   workers: { type: 'string' },
+  header: { type: 'string', short: 'H', multiple: true },
+  method: { type: 'string', short: 'X' },
+  from: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   debug: { type: 'boolean', short: 'd' },
   help: { type: 'boolean', short: 'h' },
@@ -66,7 +69,7 @@ export type Flags = {
 export class UsageError extends Error {}
 
 /** The commands, in the order the global help lists them. */
-export const COMMANDS = ['up', 'ingress', 'sidecar', 'ratelimit', 'validate', 'endpoints', 'logs'] as const;
+export const COMMANDS = ['up', 'ingress', 'sidecar', 'ratelimit', 'validate', 'endpoints', 'explain', 'logs'] as const;
 export type Command = (typeof COMMANDS)[number];
 export type FlagName = keyof typeof OPTIONS;
 
@@ -94,7 +97,7 @@ const PROXIES: readonly Command[] = ['up', 'ingress', 'sidecar'];
 /** The roles started one per place (a router of a location, a replica's sidecar). */
 const ROLES: readonly Command[] = ['ingress', 'sidecar'];
 /** The commands that read configuration records (whose host names depend on the domains and vendor). */
-const RECORD_READERS: readonly Command[] = ['up', 'ingress', 'sidecar', 'validate', 'endpoints'];
+const RECORD_READERS: readonly Command[] = ['up', 'ingress', 'sidecar', 'validate', 'endpoints', 'explain'];
 
 /**
  * Every option of `OPTIONS` (the type makes a missing one a compile error); `test/cli/help.test.ts`
@@ -140,8 +143,11 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
     value: 'HOST:PORT', about: 'the platform API for callers outside every workload (replicas reach it as SVC_ENDPOINT through their own proxy)', default: '127.0.0.1:15080', commands: ['up'],
   },
   location: {
-    value: 'NAME', about: 'the location this router serves (required here or from a variable: see Environment)', commands: [...ROLES, 'logs'],
-    per: { sidecar: { about: 'this replica\'s location (required here or from a variable: see Environment)' }, logs: { about: 'only this location\'s lines' } },
+    value: 'NAME', about: 'the location this router serves (required here or from a variable: see Environment)', commands: [...ROLES, 'logs', 'explain'],
+    per: {
+      sidecar: { about: 'this replica\'s location (required here or from a variable: see Environment)' }, logs: { about: 'only this location\'s lines' },
+      explain: { about: 'explain as the router of this location sees it (0 ms away; other latencies are not probed)' },
+    },
   },
   app: { value: 'HOST:PORT', about: 'the app this sidecar forwards to', commands: ['sidecar'] },
   gvc: { value: 'G', about: 'the GVC of this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload\'s GVC (needed when it has logs in several)' } } },
@@ -153,8 +159,8 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
   'internal-domain': { value: 'D', about: 'domain of internal endpoints', default: 'internal.localhost', commands: RECORD_READERS },
   vendor: { value: 'NAME', about: 'prefix of tags, headers and variables (svc/…, x-svc-…, SVC_…)', default: 'svc', commands: RECORD_READERS },
   output: {
-    value: 'FORMAT', about: 'text | json | yaml', default: 'text', commands: ['endpoints', 'logs'],
-    per: { logs: { about: 'text | json (JSON lines)' } },
+    value: 'FORMAT', about: 'text | json | yaml', default: 'text', commands: ['endpoints', 'logs', 'explain'],
+    per: { logs: { about: 'text | json (JSON lines)' }, explain: { about: 'text | json (docs/debugging.md lists the fields)' } },
   },
   'log-level': { value: 'LEVEL', about: 'trace | debug | info | warn | error | fatal | silent', default: 'info', commands: ALL },
   'log-dir': { value: 'DIR', about: 'where up writes each workload\'s logs', default: '.svcproxy/logs', commands: ['up', 'logs'], per: { logs: { about: 'where up wrote the logs' } } },
@@ -173,6 +179,9 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
     value: 'N|auto', about: 'N processes share the listeners (auto: one per core)', default: '1', commands: ROLES,
     elsewhere: 'runs in one process: --workers is for ingress and sidecar',
   },
+  header: { value: "'NAME: VALUE'", about: 'a header of the explained request (repeatable; Host overrides the URL\'s)', commands: ['explain'] },
+  method: { value: 'METHOD', about: 'the explained request\'s method', default: 'GET', commands: ['explain'] },
+  from: { value: 'IP', about: 'the client address the request comes from (the connection\'s peer)', default: '127.0.0.1', commands: ['explain'] },
   verbose: { about: 'debug logs (--log-level debug)', commands: ALL },
   debug: { about: 'trace logs (--log-level trace)', commands: ALL },
   help: { about: 'this help', commands: ALL },

@@ -101,6 +101,23 @@ export const COMMAND_HELP: { readonly [C in Command]: CommandHelp } = {
     requires: { config: 'a file or folder of records' },
     examples: ['svcproxy endpoints --config records/', 'svcproxy endpoints -c records/ -o json --app-domain app.example.com'],
   },
+  explain: {
+    summary: 'how the data plane would treat one request, sent nowhere: route, location, filters, retries',
+    synopsis: "--config PATH... URL [-H 'NAME: VALUE']... [-X METHOD] [--from IP] [--location NAME] [-o text|json]",
+    about: [
+      'Resolves the URL\'s host as the router does and prints the workload, port and upstream path, the rule that',
+      'matched, the firewall verdict, each candidate location (tier, latency, offset) and the one chosen, the',
+      'replicas listed there (readiness and latencies are not probed), the filters that would run (auth exclusions,',
+      'rate-limit descriptors), the timeout, the retry plan and the debug answers. Nothing is sent. Exit 0 when',
+      'it would be forwarded, 1 when the proxy would refuse it (404, 403, 503: the verdict says why) or the',
+      'configuration is invalid.',
+    ],
+    requires: { config: 'a file or folder of records' },
+    examples: [
+      'svcproxy explain --config records/ http://api-shop.app.localhost/v1/items',
+      "svcproxy explain -c records/ https://shop.example.com/api/x -X POST -H 'authorization: Bearer t0k' --from 203.0.113.9 --location aws-us-east-2 -o json",
+    ],
+  },
   logs: {
     summary: 'what up wrote for one workload, every location and replica, in time order',
     synopsis: '--workload W [--gvc G] [--location L] [--replica R] [--container C] [--since T] [--until T] [-o text|json]',

@@ -104,7 +104,7 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
     [['ratelimit', '--config', rules, '--admin', 'nowhere'], '--admin: not a host:port address: "nowhere"', 'ratelimit'],
     [['ingress', '--config', config, '--location', 'aws-us-east-2', '--workers', 'two'], /^--workers must be a whole number/, 'ingress'],
     [['validate', '--app', 'x'], 'validate does not take --app (a flag of sidecar)', 'validate'],
-    [['ratelimit', '--location', 'x'], 'ratelimit does not take --location (a flag of ingress, sidecar, logs)', 'ratelimit'],
+    [['ratelimit', '--location', 'x'], 'ratelimit does not take --location (a flag of ingress, sidecar, logs, explain)', 'ratelimit'],
     [['up', '--workers', '2'], 'up runs in one process: --workers is for ingress and sidecar', 'up'],
     [['validate', config], /^validate takes flags only, not ".*config\.yaml" \(a path goes after --config: --config /, 'validate'],
     [['validat', '--config', config], 'unknown command "validat" (did you mean validate?)', ''],
