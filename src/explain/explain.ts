@@ -281,8 +281,8 @@ function decide(
     return refuse('NO_HEALTHY_UPSTREAM', 'no location lists a replica of the workload (deployment records, or a container with a command that up runs)');
   }
   if (usable.length === 0) {
-    const what = route.fixedReplica !== undefined ? `replica ${route.fixedReplica}` : 'a replica';
-    return refuse('NO_HEALTHY_UPSTREAM', replicas.length === 0 ? `${chosen} lists no replica of the workload` : `${chosen} lists no ${what} that may take it`);
+    const what = route.fixedReplica !== undefined ? `replica ${route.fixedReplica}` : 'replica';
+    return refuse('NO_HEALTHY_UPSTREAM', replicas.length === 0 ? `${chosen} lists no replica of the workload` : `${chosen} lists no ${what} that may take it (forced not ready, or not there)`);
   }
   return { routes: true, reason: `to ${route.workload.key} in ${chosen}${listener === 'mesh' ? ' (mesh listener)' : ''}` };
 }

@@ -54,7 +54,10 @@ export function parseExplainRequest(input: ExplainInput): ExplainRequest {
   const url = input.url;
   if (url === undefined) throw new UsageError('explain needs the URL of a request (http://HOST/PATH)');
   const m = ABSOLUTE.exec(url);
-  if (!m) throw new UsageError(`${JSON.stringify(url)} is not an absolute URL: write it with its scheme (http://${url.replace(/^\/+/, '')})`);
+  if (!m) {
+    const other = /^[a-z][a-z0-9+.-]*:/i.test(url);
+    throw new UsageError(other ? `${JSON.stringify(url)}: the URL's scheme must be http or https` : `${JSON.stringify(url)} is not an absolute URL: write it with its scheme (http://${url.replace(/^\/+/, '')})`);
+  }
   const tls = m[1]!.toLowerCase() === 'https';
   const authority = m[2]!;
   if (authority.includes('@')) throw new UsageError(`${JSON.stringify(url)}: a URL with user information is not a request target`);
