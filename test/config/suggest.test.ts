@@ -62,7 +62,10 @@ function oneEdit(word: string): string {
   }
 }
 
-/** Every name of `names` (at least `min` letters long), with every kind of single edit, suggests itself. */
+/**
+ * Every name of `names` (at least `min` letters long), with every kind of single edit, suggests itself
+ * (among the names as close: `aVent` is one edit from `agent` and from `event`, and both are offered).
+ */
 function suggestsItself(t: Test, what: string, names: readonly string[], min: number): void {
   let tried = 0;
   for (const name of names) {
@@ -72,7 +75,7 @@ function suggestsItself(t: Test, what: string, names: readonly string[], min: nu
       if (names.includes(typo)) continue; // an edit that lands on another name is no typo
       tried++;
       const found = closest(typo, names);
-      if (found[0] !== name) t.fail(`${what}: ${typo} (from ${name})`, { seed, found });
+      if (!found.includes(name)) t.fail(`${what}: ${typo} (from ${name})`, { seed, found });
     }
   }
   t.ok(tried > names.length * 30, `${what}: ${tried} typos`);

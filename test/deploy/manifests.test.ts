@@ -192,7 +192,7 @@ t.test('the records ConfigMap passes svcproxy validate', { skip: dist }, async (
   kubeletVolume(dir, byKind('ConfigMap').find((c) => c.metadata.name === 'svcproxy-records')!.data as Record<string, string>);
   const run = runSync([...image.entrypoint, 'validate', '--config', dir], { ...process.env } as Record<string, string>, staged);
   t.equal(run.code, 0, run.stderr);
-  t.match(run.stdout, /^valid: 5 records \(1 workload, 1 gvc, 0 domains\)/);
+  t.match(run.stdout, /^valid: 5 records checked \(org 1, location 1, gvc 1, workload 1, deployment 1\)/);
   t.notMatch(run.stderr, /warning/, 'no warnings');
 });
 
