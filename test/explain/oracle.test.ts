@@ -85,16 +85,23 @@ t.test('generated requests: explain routes as the plane does', async (t) => {
   ];
   const segments = ['api', 'web', 'one', 'v1', 'v22', 'w', 'health', 'static', 'x', '.', '..', 'a%2Fb', ''];
   const failures: string[] = [];
+  const verdicts = new Map<string, number>();
   for (let i = 0; i < 60; i++) {
     const base = pick(hosts);
-    const path = '/' + Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(segments)).join('/') + (random() < 0.3 ? `?q=${i}` : '');
+    // Domain names mostly get a path under one of their routes' prefixes or regexes.
+    const lead = base.host.includes('example.com') && random() < 0.7 ? pick(['/api', '/web', '/one', '/v2', '/w']) : '';
+    const path = lead + '/' + Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(segments)).join('/') + (random() < 0.3 ? `?q=${i}` : '');
     const headers: Record<string, string> = {};
     if (random() < 0.5) headers['x-tenant'] = pick(['acme', 'beta']);
     if (random() < 0.2) headers['x-forwarded-for'] = pick(['198.51.100.9', '203.0.113.4', '10.1.2.3, 192.0.2.1']);
     const c: Case = { ...base, path, method: pick(['GET', 'POST', 'PUT', 'DELETE']), headers };
     const o = await liveVsExplained(world, c);
+    const verdict = o.explained.verdict.routes ? `routes (${o.explained.host?.kind})` : String(o.explained.verdict.status);
+    verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1);
     const diff = differences(o);
     if (diff.length > 0) failures.push(`${c.method} ${c.host}${c.path} ${JSON.stringify(headers)}: ${diff.join('; ')}`);
   }
+  t.comment(`verdicts: ${[...verdicts].map(([v, n]) => `${v} ${n}`).join(', ')}`);
+  t.ok([...verdicts.keys()].filter((v) => v.startsWith('routes')).length >= 4, 'the requests reach several kinds of names');
   t.same(failures, [], `60 generated requests (seed ${seed})`);
 });
