@@ -34,8 +34,10 @@ function listedFlags(help: string): string[] {
 }
 
 t.test('svcproxy --help: a short overview with one line per command; exit 0', async (t) => {
+  // The installed entry once as a process; the rest in this process (a process each cost a minute in all).
+  t.equal(run(['--help']).stdout, (await mainOf(['--help'])).stdout, 'the bin prints what main() prints');
   for (const args of [['--help'], ['-h'], ['help']]) {
-    const r = run(args);
+    const r = await mainOf(args);
     t.equal(r.code, 0, args.join(' '));
     t.equal(r.stderr, '');
     for (const c of COMMANDS) t.match(r.stdout, new RegExp(`^  ${c} +\\S`, 'm'), `lists ${c}`);
@@ -43,7 +45,7 @@ t.test('svcproxy --help: a short overview with one line per command; exit 0', as
     t.same(listedFlags(r.stdout), [], 'no flag list');
     t.ok(r.stdout.split('\n').length < 25, 'short');
   }
-  const bare = run([]);
+  const bare = await mainOf([]);
   t.equal(bare.code, 2, 'no command: a usage error');
   t.match(bare.stderr, 'svcproxy COMMAND --help');
 });
@@ -51,7 +53,7 @@ t.test('svcproxy --help: a short overview with one line per command; exit 0', as
 t.test('svcproxy COMMAND --help: its synopsis, exactly its flags with defaults, environment, an example', async (t) => {
   const everywhere = new Set<string>();
   for (const c of COMMANDS) {
-    const r = run([c, '--help']);
+    const r = await mainOf([c, '--help']);
     t.equal(r.code, 0, `${c} --help exits 0`);
     t.equal(r.stderr, '');
     t.match(r.stdout, new RegExp(`^svcproxy ${c} — `), `${c}: its own title`);
@@ -65,9 +67,9 @@ t.test('svcproxy COMMAND --help: its synopsis, exactly its flags with defaults, 
       const fallback = FLAG_HELP[name].per?.[c]?.default ?? FLAG_HELP[name].default;
       if (fallback !== undefined) t.match(r.stdout, `[default: ${fallback}]`, `${c}: --${name}'s default`);
     }
-    t.equal(run(['help', c]).stdout, r.stdout, `svcproxy help ${c} says the same`);
+    t.equal((await mainOf(['help', c])).stdout, r.stdout, `svcproxy help ${c} says the same`);
   }
-  t.equal(run(['sidecar', '-h', '--no-such-flag']).code, 0, '--help wins over a bad flag');
+  t.equal((await mainOf(['sidecar', '-h', '--no-such-flag'])).code, 0, '--help wins over a bad flag');
   for (const name of Object.keys(OPTIONS)) t.ok(everywhere.has(name), `--${name} is in some command's help`);
   for (const name of ['log-level', 'tls-cert', 'tls-key', 'dns-server', 'gvc', 'workload', 'replica', 'app', 'location', 'redis']) {
     t.ok(everywhere.has(name), `--${name} is in the help`);
@@ -75,7 +77,7 @@ t.test('svcproxy COMMAND --help: its synopsis, exactly its flags with defaults, 
 });
 
 t.test('the sidecar help says exactly which identity variables it reads, in order', async (t) => {
-  const r = run(['sidecar', '--help']);
+  const r = await mainOf(['sidecar', '--help']);
   t.match(r.stdout, '  gvc       --gvc, SVCPROXY_GVC, SVC_GVC\n');
   t.match(r.stdout, '  workload  --workload, SVCPROXY_WORKLOAD, SVC_WORKLOAD\n');
   t.match(r.stdout, '  location  --location, SVCPROXY_LOCATION, SVC_LOCATION\n');
@@ -112,7 +114,7 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
     [['help', 'frobnicate'], 'unknown command "frobnicate"', ''],
   ];
   for (const [args, message, command] of cases) {
-    const r = run(args);
+    const r = await mainOf(args);
     t.equal(r.code, 2, `${args.join(' ')}: exit 2`);
     t.equal(r.stdout, '', `${args.join(' ')}: nothing on stdout`);
     const lines = r.stderr.split('\n');
@@ -124,15 +126,18 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
   }
 });
 
-/** The real entry in this process: its exit code and what it wrote to stderr (it returns before starting anything). */
-async function mainOf(argv: string[]): Promise<{ code: number; stderr: string }> {
-  const write = process.stderr.write;
+/** The real entry in this process: its exit code and what it wrote (it returns before starting anything). */
+async function mainOf(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [out, err] = [process.stdout.write, process.stderr.write];
+  let stdout = '';
   let stderr = '';
+  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
   process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
   try {
-    return { code: await main(argv), stderr };
+    return { code: await main(argv), stdout, stderr };
   } finally {
-    process.stderr.write = write;
+    process.stdout.write = out;
+    process.stderr.write = err;
   }
 }
 
