@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { StagedImage } from './image.js';
+import { watchChild } from '../helpers/proxy-process.js';
 
 export interface Proc {
   readonly name: string;
@@ -19,15 +20,8 @@ export interface Proc {
 
 export function runArgv(t: { teardown(fn: () => unknown): void }, name: string, argv: readonly string[], env: Record<string, string>, image: StagedImage): Proc {
   const child = spawn(argv[0]!, argv.slice(1), { cwd: image.cwd, env: { ...env, PATH: image.path }, stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.once('error', (err) => (out += `spawn: ${err.message}\n`));
-  return { name, child, output: () => out, exited };
+  const { output, exited } = watchChild(t, child);
+  return { name, child, output, exited };
 }
 
 /** Runs to completion (a short command: validate, endpoints, --help). */

@@ -30,6 +30,22 @@ export interface ProxyProcessOptions {
   readonly readyTimeoutMs?: number;
 }
 
+/**
+ * A spawned child's output (stdout and stderr, as printed) and its exit, and a SIGKILL at teardown if
+ * it is still running.
+ */
+export function watchChild(t: { teardown(fn: () => unknown): void }, child: ChildProcess): { output(): string; exited: Promise<number | null> } {
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  child.once('error', (err) => (out += `spawn: ${err.message}\n`));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { output: () => out, exited };
+}
+
 export async function startProxyProcess(t: TapLike, args: readonly string[], opts: ProxyProcessOptions = {}): Promise<ProxyProcess> {
   // Logs are buffered while the process runs, so the ports are chosen here, not read back.
   const port = await freePort();
@@ -43,15 +59,9 @@ export async function startProxyProcess(t: TapLike, args: readonly string[], opt
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
   });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const { output, exited } = watchChild(t, child);
   const admin = `http://127.0.0.1:${adminPort}`;
   const ready = async (): Promise<boolean> => (await fetch(`${admin}/ready`).catch(() => undefined))?.status === 200;
-  if (!(await eventually(ready, opts.readyTimeoutMs ?? 60_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${out}`);
-  return { child, port, admin, output: () => out, exited };
+  if (!(await eventually(ready, opts.readyTimeoutMs ?? 60_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${output()}`);
+  return { child, port, admin, output, exited };
 }
