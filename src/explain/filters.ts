@@ -65,9 +65,8 @@ export function explainFilter(filter: Filter, input: FilterInput): FilterExplana
 
 function explainExtAuth(filter: ExtAuthFilter, input: FilterInput): FilterExplanation {
   const config = filter.config;
-  // The filter's own compiled predicate (a private member: read, never re-compiled, so the rule
-  // matched here is the one the filter runs).
-  const excluded = filter['excluded'];
+  // The filter's own compiled predicate (never re-compiled, so the rule matched here is the one the filter runs).
+  const excluded = filter.excluded;
   const base = {
     name: 'ext_authz' as const,
     target: `${config.protocol === 'grpc' ? 'grpc' : 'http'}${config.scheme === 'https' ? 's' : ''}://${authority(config)}${config.protocol === 'http' ? config.pathPrefix : ''}`,

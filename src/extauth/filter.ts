@@ -89,7 +89,8 @@ export class ExtAuthFilter implements Filter {
 
   constructor(
     readonly config: ExtAuthConfig,
-    private readonly excluded: Predicate | undefined,
+    /** The compiled `excludedExternalAuth` rules (read by `svcproxy explain`, so it judges as the filter does). */
+    readonly excluded: Predicate | undefined,
     private readonly transport: Transport,
     private readonly env: FilterEnv,
   ) {}
