@@ -14,7 +14,7 @@ import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
 import { formatHostPort } from '../address.js';
 import type { Flags } from '../flags.js';
-import { graceMs, limitsFrom } from '../flags.js';
+import { UsageError, graceMs, limitsFrom } from '../flags.js';
 import { waitForSignals } from '../signals.js';
 import { DEFAULT_LOG_DIR, WorkloadLogFiles, teeLogger } from '../logs/index.js';
 import { ConfigStore } from '../config/index.js';
@@ -253,7 +253,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
 /** `--mesh-cert-ttl`: a duration of at least 3 s (renewal runs at two thirds of it). */
 function meshCertTtl(text: string): number {
   const ms = parseDuration(text);
-  if (ms === undefined || ms < 3000) throw new Error(`--mesh-cert-ttl must be a duration of at least 3s, not ${JSON.stringify(text)}`);
+  if (ms === undefined || ms < 3000) throw new UsageError(`--mesh-cert-ttl must be a duration of at least 3s, not ${JSON.stringify(text)}`);
   return ms;
 }
 

@@ -108,6 +108,7 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
     [['validate', '--app', 'x'], 'validate does not take --app (a flag of sidecar)', 'validate'],
     [['ratelimit', '--location', 'x'], 'ratelimit does not take --location (a flag of ingress, sidecar, logs, explain)', 'ratelimit'],
     [['up', '--workers', '2'], 'up runs in one process: --workers is for ingress and sidecar', 'up'],
+    [['up', '--mesh-cert-ttl', '1s'], '--mesh-cert-ttl must be a duration of at least 3s, not "1s"', 'up'],
     [['validate', config], /^validate takes flags only, not ".*config\.yaml" \(a path goes after --config: --config /, 'validate'],
     [['validat', '--config', config], 'unknown command "validat" (did you mean validate?)', ''],
     [['frobnicate'], 'unknown command "frobnicate"', ''],
