@@ -16,6 +16,7 @@ import { startDnsmasq } from '../fixtures/dns/dnsmasq.js';
 import { startProxyProcess } from '../helpers/proxy-process.js';
 import { tempDir } from '../mesh/fixtures.js';
 import { eventually } from '../faults/fixtures.js';
+import type { Replica } from '../../src/routing/replicas.js';
 
 const HOST = `api-${ALIAS}.app.localhost`;
 const LOCATION = 'aws-us-east-2';
@@ -109,6 +110,7 @@ t.test('an ingress follows a name\'s answers under steady traffic with no failed
     dnsServers: [dns.server],
   });
   const replicas = (): string[] => plane.runtime.replicas.list('shop/api', LOCATION).filter((r) => r.ready).map((r) => `${r.index} ${r.name}`);
+  const replicaAt = (ip: string): Replica => plane.runtime.replicas.list('shop/api', LOCATION).find((r) => r.name === `api-0@${ip}`)!;
   const routed = (ips: string[]): boolean => JSON.stringify(replicas()) === JSON.stringify(ips.map((ip, i) => `${i} api-0@${ip}`));
   await waitFor(() => routed(['127.0.0.2', '127.0.0.3']), 30_000, 'both first addresses ready');
 
@@ -122,8 +124,11 @@ t.test('an ingress follows a name\'s answers under steady traffic with no failed
   const heldOnTwo = b('127.0.0.2').held.length;
   t.ok(heldOnTwo > 0, `${heldOnTwo} slow requests are on 127.0.0.2`);
 
+  const leavingTwo = replicaAt('127.0.0.2');
   await dns.set({ 'api.test': ['127.0.0.3', '127.0.0.4'] });
   await waitFor(() => routed(['127.0.0.3', '127.0.0.4']), 30_000, '127.0.0.4 in, 127.0.0.2 out');
+  // Requests routed to it before it left may still be on their way; then only the held ones remain.
+  await waitFor(() => leavingTwo.outstanding === heldOnTwo, 30_000, 'the requests sent before it left arrived');
   const servedByTwo = b('127.0.0.2').served;
   const fourBefore = b('127.0.0.4').served;
   await waitFor(() => b('127.0.0.4').served > fourBefore + 50, 30_000, 'the new address serving');
@@ -133,8 +138,10 @@ t.test('an ingress follows a name\'s answers under steady traffic with no failed
   t.same(slowAnswers.map((r) => r.status), [200, 200, 200, 200], 'requests in flight when their address left finished');
   await b('127.0.0.2').close();
 
+  const leavingThree = replicaAt('127.0.0.3');
   await dns.set({ 'api.test': ['127.0.0.4'] });
   await waitFor(() => routed(['127.0.0.4']), 30_000, 'only 127.0.0.4');
+  await waitFor(() => leavingThree.outstanding === 0, 30_000, 'the requests sent before it left answered');
   const servedByThree = b('127.0.0.3').served;
   let fourNow = b('127.0.0.4').served;
   await waitFor(() => b('127.0.0.4').served > fourNow + 50, 30_000, 'one address serving alone');
