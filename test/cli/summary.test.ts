@@ -9,7 +9,7 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -154,13 +154,22 @@ t.test('on a terminal: a block, as up prints', { skip: script.status === 0 ? fal
   const config = path.join(dir, 'records.json');
   const command = [process.execPath, BIN, 'ingress', '--config', config, '--location', 'loc1', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0']
     .map((a) => `'${a}'`).join(' ');
-  // script gives the process a pseudo-terminal as stdout; its own group, so the teardown stops both.
+  // script gives the process a pseudo-terminal as stdout, in a session of its own: killing script's
+  // group does not reach it, and the SIGHUP of its closed terminal is a reload to svcproxy. The
+  // teardown stops script's group, then the process whose command line names this test's config.
   const child = spawn('script', ['-qfec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   t.teardown(() => {
     try {
       process.kill(-child.pid!, 'SIGKILL');
     } catch {
       // already gone
+    }
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(config)) process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // gone meanwhile, or not ours to read
+      }
     }
   });
   let out = '';
