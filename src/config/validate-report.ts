@@ -20,6 +20,7 @@ import type { Settings } from './model.js';
 import { isReadKind, PLATFORM_KINDS, READ_KINDS, type SourcedRecord } from './records.js';
 import { checkSettings } from './snapshot.js';
 import { isRulesDocument, validate } from './validate.js';
+import { count } from '../summary.js';
 
 export interface ValidateReport {
   readonly exitCode: 0 | 1;
@@ -29,7 +30,6 @@ export interface ValidateReport {
   readonly stderr: readonly string[];
 }
 
-const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** `gvc 1, workload 3` in the order of `order`, then any others in first-seen order. */
 function countsText(counts: ReadonlyMap<string, number>, order: readonly string[] = []): string {
@@ -127,13 +127,13 @@ export async function validateReport(paths: readonly string[], settings: Setting
   if (records.length > 0 || rulesSources.length === 0) {
     const kinds = total === 0 ? '' : ` (${countsText(checked, READ_KINDS)})`;
     const skippedText = notChecked === 0 ? '' : `; ${notChecked} not checked, of kinds svcproxy does not read (${countsText(skipped)})`;
-    stdout.push(`${verdict}: ${plural(total, 'record')} checked${kinds}${skippedText}`);
+    stdout.push(`${verdict}: ${count(total, 'record')} checked${kinds}${skippedText}`);
   }
   if (rulesSources.length > 0) {
     const domains = rules.domains.length === 0 ? '' : ` (domain${rules.domains.length === 1 ? '' : 's'} ${rules.domains.join(', ')})`;
-    stdout.push(`${verdict}: ${plural(rulesSources.length, 'rate-limit rules file')} checked${domains}`);
+    stdout.push(`${verdict}: ${count(rulesSources.length, 'rate-limit rules file')} checked${domains}`);
   }
   const stderr = [...errors, ...warnings.map((w) => `warning: ${w}`)];
-  if (errors.length > 0) stderr.push(`svcproxy: configuration invalid (${plural(errors.length, 'error')})`);
+  if (errors.length > 0) stderr.push(`svcproxy: configuration invalid (${count(errors.length, 'error')})`);
   return { exitCode: errors.length === 0 ? 0 : 1, stdout, stderr };
 }

@@ -5,6 +5,7 @@
  * host name is looked up, and every address it answers is a replica.
  */
 import { isIP } from 'node:net';
+import { parseHostPort } from '../config/values.js';
 
 export function isDiscoveredHost(host: string): boolean {
   if (host === '' || isIP(host) !== 0) return false;
@@ -12,10 +13,9 @@ export function isDiscoveredHost(host: string): boolean {
   return h !== 'localhost' && !h.endsWith('.localhost');
 }
 
-/** The host of `host:port` / `[v6]:port` (no validation: the records' checks do that). */
-export function hostOf(address: string): string {
-  const m = /^(?:\[([^\]]*)\]|([^:]*)):\d+$/.exec(address.trim());
-  return (m?.[1] ?? m?.[2] ?? '').toLowerCase().replace(/\.$/, '');
+/** The host of a `host:port` / `[v6]:port` the records accept, lower-cased without a trailing dot; '' for anything else. */
+function hostOf(address: string): string {
+  return (parseHostPort(address)?.host ?? '').toLowerCase().replace(/\.$/, '');
 }
 
 /**
@@ -24,7 +24,7 @@ export function hostOf(address: string): string {
  * of that one address). Returns an error text when they do not agree.
  */
 export function discoveredNameOf(entry: { readonly address: string; readonly sidecar?: string | undefined; readonly mesh?: string | undefined }): { name?: string; error?: string } {
-  // An address that is no `host:port` at all is the records' checks' to report.
+  // An address that is no `host:port` the records accept is their checks' to report.
   const hosts = [entry.address, entry.sidecar, entry.mesh].filter((a): a is string => a !== undefined).map(hostOf).filter((h) => h !== '');
   const named = hosts.filter(isDiscoveredHost);
   if (named.length === 0) return {};
