@@ -143,13 +143,7 @@ export class ConfigStore extends EventEmitter<Events> {
     const result = compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1);
     if (!result.ok) return result;
     this.added = [...this.added, record];
-    this.snapshot = result.snapshot;
-    this.logLoaded(result.snapshot);
-    try {
-      this.emit('change', result.snapshot);
-    } catch (e) {
-      this.options.logger.error({ err: e }, 'configuration change listener failed');
-    }
+    this.apply(result.snapshot);
     return result;
   }
 
@@ -176,18 +170,23 @@ export class ConfigStore extends EventEmitter<Events> {
       this.emit('rejected', this.errors);
       return false;
     }
-    this.snapshot = result.snapshot;
     this.perFile = result.perFile;
     this.errors = undefined;
     this.errorAt = undefined;
-    this.logLoaded(result.snapshot);
+    this.apply(result.snapshot);
+    return true;
+  }
+
+  /** Puts `snapshot` in force and tells the listeners (a reload's or an `add()`'s). */
+  private apply(snapshot: Snapshot): void {
+    this.snapshot = snapshot;
+    this.logLoaded(snapshot);
     try {
-      this.emit('change', result.snapshot);
+      this.emit('change', snapshot);
     } catch (e) {
       // The swap happened; a failing listener is its own bug, not a rejected configuration.
-      logger.error({ err: e }, 'configuration change listener failed');
+      this.options.logger.error({ err: e }, 'configuration change listener failed');
     }
-    return true;
   }
 
   /** Watches the folders of the config paths and reloads after changes. Idempotent. */
