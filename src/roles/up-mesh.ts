@@ -23,7 +23,6 @@ import { startMeshInbound, type Runtime } from './runtime.js';
 import type { PlatformApi } from '../local/api/index.js';
 import { endpointVariable } from '../local/env.js';
 
-export const DEFAULT_CA_DIR = '.svcproxy/ca';
 export const DEFAULT_CERT_TTL_MS = 24 * 3600 * 1000;
 
 /** The identity of callers outside every workload (the host's mesh listener). */

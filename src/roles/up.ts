@@ -12,7 +12,7 @@ import { listEndpoints, type Endpoint } from '../routing/index.js';
 import { Supervisor, demoRecords, echoScriptPath, planReplicas } from '../local/index.js';
 import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { Runtime, type RuntimeOptions } from './runtime.js';
-import { formatHostPort } from '../address.js';
+import { formatHostPort, parseHostPort } from '../address.js';
 import type { Flags } from '../flags.js';
 import { UsageError, graceMs, limitsFrom } from '../flags.js';
 import { waitForSignals } from '../signals.js';
@@ -21,19 +21,30 @@ import { ConfigStore } from '../config/index.js';
 import { parseDuration } from '../config/values.js';
 import { systemClock } from '../deps.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
-import { DEFAULT_CA_DIR, DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
+import { DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
+import { join, resolve } from 'node:path';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
-import { PlatformApi, DEFAULT_API_ADDRESS } from '../local/api/index.js';
+import { PlatformApi, DEFAULT_API_ADDRESS, openOperatorKey } from '../local/api/index.js';
+
+/** Where `up` keeps what outlives a run, in the folder it runs in. */
+export const DEFAULT_STATE_DIR = '.svcproxy';
+/** The operator key's file in the state folder (DESIGN §13). */
+export const OPERATOR_KEY_FILE = 'api-token';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
   readonly backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
   /** Also write each workload's process output and access-log lines here, for `svcproxy logs`. */
   readonly logDir?: string;
-  /** Where the mesh's local CA is kept (default `.svcproxy/ca`). */
+  /**
+   * Where `up` keeps what outlives a run (default `.svcproxy`): the mesh CA (`ca/`, unless `caDir`
+   * says otherwise) and the operator key (`api-token`).
+   */
+  readonly stateDir?: string;
+  /** Where the mesh's local CA is kept (default `<stateDir>/ca`). */
   readonly caDir?: string;
   /** Validity of the replicas' mesh certificates (default 24 h; renewed at two thirds). */
   readonly meshCertTtlMs?: number;
@@ -54,6 +65,8 @@ export interface Up {
   readonly supervisor: Supervisor;
   /** The platform API (DESIGN §12): each replica's SVC_ENDPOINT, and `--api`. */
   readonly api: PlatformApi;
+  /** The operator key's file (DESIGN §13). */
+  readonly operatorKeyFile: string;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -69,9 +82,19 @@ export async function startUp(options: UpOptions): Promise<Up> {
     settings: options.settings,
     logger: logger.child({ component: 'config' }),
   });
+  const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
+  const operatorKeyFile = join(stateDir, OPERATOR_KEY_FILE);
+  const org = store.current.org?.name ?? DEFAULT_ORG;
+  let operatorKey: string;
+  try {
+    operatorKey = await openOperatorKey(operatorKeyFile, org, logger.child({ component: 'api' }));
+  } catch (err) {
+    store.close();
+    throw err;
+  }
   const mesh = await UpMesh.open({
-    dir: options.caDir ?? DEFAULT_CA_DIR,
-    org: store.current.org?.name ?? DEFAULT_ORG,
+    dir: options.caDir ?? join(stateDir, 'ca'),
+    org,
     ttlMs: options.meshCertTtlMs ?? DEFAULT_CERT_TTL_MS,
     clock: options.deps?.clock ?? systemClock,
     logger,
@@ -96,7 +119,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   mesh.bind(runtime);
   // One key per run for every SVC_TOKEN: the supervisor mints them, the API checks them.
   const tokenSecret = randomBytes(32);
-  const api = new PlatformApi({ store: runtime.store, org: () => runtime.dataplane.org, tokenSecret, logger });
+  const api = new PlatformApi({ store: runtime.store, org: () => runtime.dataplane.org, tokenSecret, operatorKey, logger });
   mesh.api = api;
   try {
     if (options.api !== undefined) {
@@ -166,6 +189,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
     runtime,
     supervisor,
     api,
+    operatorKeyFile,
     stop: (grace = graceMs(runtime.store.current)) =>
       (stopped ??= (async () => {
         health.stop();
@@ -207,6 +231,9 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     onHealthChange: (change) => process.stdout.write(`${healthLine(change)}\n`),
   };
+  if (flags.api !== undefined && !isLoopbackHost(parseHostPort(flags.api).host)) {
+    logger.warn({ api: flags.api }, 'platform API: --api is not on loopback; anyone who reaches it with the operator key (.svcproxy/api-token) may change every record');
+  }
   const up = await startUp(options);
   const { runtime } = up;
   const snapshot = runtime.store.current;
@@ -218,12 +245,16 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   for (const l of runtime.meshListeners) {
     lines.push(`  mesh         http://${formatHostPort(l.address)}  (internal names from this shell, as spiffe://${runtime.dataplane.org}/ingress: admitted by inboundAllowType same-org)`);
   }
-  lines.push(`  mesh CA      ${options.caDir ?? DEFAULT_CA_DIR}  (each replica: its own certificate, mTLS listener and HTTP_PROXY)`);
+  lines.push(`  mesh CA      ${options.caDir ?? join(options.stateDir ?? DEFAULT_STATE_DIR, 'ca')}  (each replica: its own certificate, mTLS listener and HTTP_PROXY)`);
   if (runtime.admin) {
     lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
     lines.push(`  dashboard    http://${formatHostPort(runtime.admin.address)}/`);
   }
-  if (up.api.url) lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
+  if (up.api.url) {
+    lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
+    lines.push(`  operator key ${up.operatorKeyFile}  (an org administrator at the api; mode 0600)`);
+    lines.push(`  cpln         ${profileCommand(up.api.url, resolve(up.operatorKeyFile), runtime.dataplane.org)}`);
+  }
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);
   const byWorkload = new Map<string, Endpoint[]>();
   for (const e of listEndpoints(snapshot, runtime.replicas)) {
@@ -248,6 +279,21 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   await up.stop();
   logger.info('stopped');
   return 0;
+}
+
+/** Whether a listener on `host` is reached from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/**
+ * The platform CLI's command that makes a profile for this `up` (DESIGN §13): the key is read from
+ * its file by the shell, so it is never printed.
+ */
+export function profileCommand(apiUrl: string, keyFile: string, org: string): string {
+  const quoted = /^[A-Za-z0-9_./-]+$/.test(keyFile) ? keyFile : `'${keyFile.replaceAll("'", "'\\''")}'`;
+  return `cpln profile update svcproxy-up --endpoint ${apiUrl} --token "$(cat ${quoted})" --org ${org}`;
 }
 
 /** `--mesh-cert-ttl`: a duration of at least 3 s (renewal runs at two thirds of it). */

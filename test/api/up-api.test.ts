@@ -9,7 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
-import { writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startUp } from '../../src/roles/up.js';
@@ -18,6 +18,7 @@ import { silentLogger } from '../../src/log.js';
 import { echoScriptPath } from '../../src/local/index.js';
 import { request, waitFor } from '../helpers/harness.js';
 import { tempDir, NODE } from '../mesh/fixtures.js';
+import { cpln } from '../helpers/cpln.js';
 
 const CLIENT = fileURLToPath(new URL('./fixtures/api-client.mjs', import.meta.url));
 const SECRET_VALUES = ['TOPSECRET-payload-7f3a', 'hunter2-password-9c1d'];
@@ -84,7 +85,7 @@ t.test('the platform API under up', async (t) => {
     api: { address: '127.0.0.1:0' },
     logger: silentLogger(),
     watch: false,
-    caDir: join(dir, 'ca'),
+    stateDir: join(dir, 'state'),
     limits: { maxEventLoopDelayMs: 0 },
   });
   t.teardown(() => up.stop(5000));
@@ -134,6 +135,26 @@ t.test('the platform API under up', async (t) => {
     t.not(proc('g1/caller', 0).env.HTTP_PROXY, proc('g1/caller', 1).env.HTTP_PROXY, 'each replica its own outbound listener');
     t.equal(tokenOf('g1/caller'), proc('g1/caller', 1).env.SVC_TOKEN, 'one token per workload');
     t.not(tokenOf('g1/caller'), tokenOf('g2/other'));
+  });
+
+  t.test('the operator key: an org administrator, which the platform CLI uses as is', async (t) => {
+    const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();
+    t.equal(up.operatorKeyFile, join(dir, 'state', 'api-token'));
+    t.equal((await stat(up.operatorKeyFile)).mode & 0o777, 0o600);
+    t.equal((await fromOutside('/org/acme/gvc/g1', { token: key })).status, 200, 'from outside every workload');
+    t.equal((await fromOutside('/org/acme/secret/db', { token: key })).status, 200);
+    t.equal((await fromReplica('g1/noid', { path: '/org/acme/gvc/g1', token: key })).status, 200, 'from a replica without an identity too');
+    isErrorBody(t, await fromOutside('/org/acme/gvc/g1', { token: `${key}x` }), 403, 'invalid_token');
+    const home = await tempDir(t, 'svcproxy-cpln-');
+    const got = await cpln(['gvc', 'get', 'g1', '-o', 'json'], { endpoint: up.api.url!, token: key, org: 'acme', home });
+    t.equal(got.code, 0, got.stderr);
+    t.equal(JSON.parse(got.stdout).name, 'g1');
+    // The profile the summary prints: its org comes from the key.
+    const profile = await cpln(['profile', 'update', 'local', '--endpoint', up.api.url!, '--token', key], { home });
+    t.equal(profile.code, 0, profile.stderr);
+    const viaProfile = await cpln(['gvc', 'get', 'g1', '-o', 'json', '--profile', 'local'], { home });
+    t.equal(viaProfile.code, 0, viaProfile.stderr);
+    t.equal(JSON.parse(viaProfile.stdout).name, 'g1');
   });
 
   t.test('the token matrix', async (t) => {

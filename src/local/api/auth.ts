@@ -5,13 +5,15 @@
  * caller, nothing the client sends. The same token from another workload's replica, or from outside
  * every workload (the `--api` listener), is 403 `token_outside_workload`; a token that is no
  * workload's token of this run is 403 `invalid_token` (the spec has no 401). No credential at all is
- * the anonymous caller. What each may then do is `mayDo`'s: the spec's only grant without an
+ * the anonymous caller. The operator key (`.svcproxy/api-token`, operator-key.ts) is an org
+ * administrator wherever it comes from. What each may then do is `mayDo`'s: the spec's only grant without an
  * identity is reading the parent org (Authentication 4), so that is all an anonymous caller or a
  * workload without `spec.identityLink` may do; a workload with an identity may do everything the
  * local API serves (policies are not modelled: the identity is taken as granted all of its org).
  * Tokens are compared in constant time (src/local/env.ts). Throws `ApiError` only.
  */
 import { isLocalToken } from '../env.js';
+import { isOperatorKey } from './operator-key.js';
 import { ApiError } from './errors.js';
 import type { RawRecord } from '../../config/records.js';
 
@@ -22,9 +24,14 @@ export interface ApiCaller {
   readonly replica?: string;
 }
 
-export type Principal = { readonly kind: 'anonymous' } | { readonly kind: 'workload'; readonly workload: string };
+export type Principal =
+  | { readonly kind: 'anonymous' }
+  | { readonly kind: 'workload'; readonly workload: string }
+  /** The operator key (`.svcproxy/api-token`, DESIGN §13): an org administrator. */
+  | { readonly kind: 'operator' };
 
 const ANONYMOUS: Principal = { kind: 'anonymous' };
+const OPERATOR: Principal = { kind: 'operator' };
 
 /** The token of an `Authorization` value: `Bearer T` (any case), or a raw token; undefined when empty. */
 export function tokenOf(authorization: string | undefined): string | undefined {
@@ -44,16 +51,17 @@ export function tokenOf(authorization: string | undefined): string | undefined {
  * The principal of a request with `authorization` from `caller`. `workloads` are the keys of the
  * workloads in force (a token of a workload that was removed matches none: invalid).
  */
-export function authenticate(authorization: string | undefined, caller: ApiCaller | undefined, secret: string | Uint8Array, workloads: Iterable<string>): Principal {
+export function authenticate(authorization: string | undefined, caller: ApiCaller | undefined, secret: string | Uint8Array, workloads: Iterable<string>, operatorKey?: string): Principal {
   const token = tokenOf(authorization);
   if (token === undefined) return ANONYMOUS;
+  if (operatorKey !== undefined && isOperatorKey(operatorKey, token)) return OPERATOR;
   if (caller !== undefined && isLocalToken(secret, caller.workload, token)) return { kind: 'workload', workload: caller.workload };
   for (const key of workloads) {
     if (key === caller?.workload || !isLocalToken(secret, key, token)) continue;
     const from = caller === undefined ? 'from outside every workload' : 'from another workload\'s replica';
     throw new ApiError('token_outside_workload', `this token acts only from its own workload's replicas; it was sent ${from}`, { caller: caller?.workload ?? null });
   }
-  throw new ApiError('invalid_token', 'the token is not a workload token of this svcproxy up');
+  throw new ApiError('invalid_token', 'the token is neither the operator key (.svcproxy/api-token) nor a workload token of this svcproxy up');
 }
 
 /** What a request asks to do: read its org (granted without an identity), or anything else. */
@@ -61,7 +69,7 @@ export type Action = 'read-org' | 'read' | 'create';
 
 /** Throws 403 `permission_denied` unless `principal` may do `action` (see the module comment). */
 export function mayDo(principal: Principal, action: Action, workloadRecord: (key: string) => RawRecord | undefined): void {
-  if (action === 'read-org') return;
+  if (action === 'read-org' || principal.kind === 'operator') return;
   if (principal.kind === 'anonymous') {
     throw new ApiError('permission_denied', 'without a credential only the org may be read; send a workload\'s token (Authorization: Bearer $SVC_TOKEN) from its replica');
   }

@@ -30,6 +30,8 @@ export interface ApiDeps {
   org(): string;
   /** The key of every `SVC_TOKEN` of this run (src/local/env.ts). */
   readonly tokenSecret: string | Uint8Array;
+  /** The operator key (`.svcproxy/api-token`): an org administrator; none: no caller is one. */
+  readonly operatorKey?: string;
   /** When the records without `created` were created: `up`'s start. */
   readonly since: string;
   /** Wall clock, ISO 8601: a POSTed record's `created`. */
@@ -207,7 +209,7 @@ async function answerOf(deps: ApiDeps, req: ApiRequest, caller: ApiCaller | unde
   }
   const snapshot = deps.store.current;
   const authorization = req.headers.authorization;
-  const principal = authenticate(typeof authorization === 'string' ? authorization : undefined, caller, deps.tokenSecret, snapshot.workloads.keys());
+  const principal = authenticate(typeof authorization === 'string' ? authorization : undefined, caller, deps.tokenSecret, snapshot.workloads.keys(), deps.operatorKey);
   const org = deps.org();
   if (path.org !== org) throw new ApiError('not_found', `org ${path.org} not found`, { kind: 'org', name: path.org });
   const index = indexOf(snapshot, org);

@@ -26,6 +26,7 @@ import type { ApiCaller } from './auth.js';
 export type { ApiCaller } from './auth.js';
 export { API_ERRORS, type ApiErrorBody, type ApiErrorCode } from './errors.js';
 export { QUOTA_DEFAULTS } from './quota.js';
+export { openOperatorKey, OPERATOR_ACCOUNT } from './operator-key.js';
 
 export const DEFAULT_API_ADDRESS = '127.0.0.1:15080';
 
@@ -33,6 +34,8 @@ export interface PlatformApiOptions {
   readonly store: ConfigStore;
   org(): string;
   readonly tokenSecret: string | Uint8Array;
+  /** The operator key (operator-key.ts), accepted as an org administrator. */
+  readonly operatorKey?: string;
   readonly logger: Logger;
   /** Wall clock (ms since the epoch); default `Date.now`. */
   readonly now?: () => number;
@@ -55,6 +58,7 @@ export class PlatformApi {
       store: opts.store,
       org: opts.org,
       tokenSecret: opts.tokenSecret,
+      ...(opts.operatorKey !== undefined ? { operatorKey: opts.operatorKey } : {}),
       since: new Date(now()).toISOString(),
       now: () => new Date(now()).toISOString(),
       newId: randomUUID,
