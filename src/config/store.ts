@@ -16,17 +16,26 @@
  * in place, and applying it would remove every route it held. To remove a file's records, delete
  * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
  *
- * `add()` puts a record in while running (`up`'s platform API: a POSTed GVC): validated with the
- * records in force as a reload would be, applied as a new generation, and kept by every later
- * reload from files (after the files' records, as `records` are) until the process stops.
+ * `write()` changes one record while running (`up`'s platform API, DESIGN §13): the change is laid
+ * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is,
+ * and on success kept in the record state (record-state.ts) before it is put in force as a new
+ * generation; refused, nothing changes. Writes and reloads run one at a time, in order. Every record
+ * in force carries its meta (`id`, `version`, `created`, `lastModified`: record-meta.ts), bumped when
+ * its content changes, by a write or by an edited file. Per record the later change wins: a file
+ * edited after an API change to the same record applies, and the API's change is dropped.
  */
 import { EventEmitter } from 'node:events';
 import { existsSync, type FSWatcher } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
-import type { RawRecord } from './records.js';
+import type { RawRecord, SourcedRecord } from './records.js';
+import { deepFreeze } from './frozen.js';
+import { baseHashes, compose, reconcile, stamp } from './overlay.js';
+import { recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
+import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -38,9 +47,25 @@ export interface ConfigStoreOptions {
   readonly logger: Logger;
   /** Quiet time after the last file event before reloading; default 100 ms. */
   readonly debounceMs?: number;
-  /** Wall clock for `lastErrorAt`; default `Date.now`. */
+  /** Wall clock for `lastErrorAt` and the records' `created` and `lastModified`; default `Date.now`. */
   readonly now?: () => number;
+  /** Where the API's changes and the records' meta are kept between runs; default: in memory only. */
+  readonly state?: RecordState;
 }
+
+/** What a write does to its record: put this content (create or replace), or delete it. */
+export type WriteDecision = { readonly put: RawRecord } | { readonly delete: true };
+
+export type WriteResult =
+  | {
+    readonly ok: true;
+    readonly snapshot: Snapshot;
+    /** The record as in force now (with its meta); undefined when it was deleted. */
+    readonly record: RawRecord | undefined;
+    /** No record of that key was in force before. */
+    readonly created: boolean;
+  }
+  | { readonly ok: false; readonly errors: string[]; readonly warnings: string[] };
 
 interface Events {
   change: [snapshot: Snapshot];
@@ -58,19 +83,44 @@ export class ConfigStore extends EventEmitter<Events> {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Records per config file in the snapshot in force. */
   private perFile: ReadonlyMap<string, number>;
-  /** Records `add()` put in, in order: part of every reload after `options.records`. */
-  private added: readonly RawRecord[] = [];
+  /** The records of the files and of `options.records` in force (before the overlay). */
+  private base: readonly SourcedRecord[];
+  /** `contentHash` of each key's record in `base`. */
+  private baseHash: ReadonlyMap<string, string>;
+  /** The API's changes in force, by record key. */
+  private overlay: ReadonlyMap<string, OverlayEntry>;
+  /** Meta of every record in force, by key. */
+  private meta: ReadonlyMap<string, RecordMeta>;
+  /** Every record in force (with its meta), by key. */
+  private byKey: ReadonlyMap<string, RawRecord>;
+  private readonly state: RecordState;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Loaded & { ok: true }) {
+  private constructor(private readonly options: ConfigStoreOptions, first: Composed) {
     super();
+    this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
     this.perFile = first.perFile;
+    this.base = first.base;
+    this.baseHash = first.baseHash;
+    this.overlay = first.overlay;
+    this.meta = first.meta;
+    this.byKey = byKeyOf(first.snapshot);
   }
 
   static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
-    const result = await load(options, 1);
+    const state = options.state ?? new MemoryRecordState();
+    const overlay = new Map<string, OverlayEntry>();
+    const meta = new Map<string, RecordMeta>();
+    for (const [key, entry] of state.entries()) {
+      if (entry.overlay) overlay.set(key, entry.overlay);
+      if (entry.meta) meta.set(key, entry.meta);
+    }
+    const read = await readBase(options);
+    if (!read.ok) throw new ConfigError(read.errors, read.warnings);
+    const result = await composeAndCompile(options, read, overlay, meta, 1);
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
-    const store = new ConfigStore(options, result);
+    const store = new ConfigStore({ ...options, state }, result);
+    await store.keep(result);
     store.logLoaded(result.snapshot);
     return store;
   }
@@ -82,7 +132,9 @@ export class ConfigStore extends EventEmitter<Events> {
   static follow(options: { records: readonly RecordInput[]; generation: number; settings: Settings; logger: Logger }): ConfigStore {
     const result = compileRecords(options.records, options.settings, options.generation);
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
-    return new ConfigStore({ settings: options.settings, logger: options.logger }, { ...result, perFile: new Map() });
+    return new ConfigStore({ settings: options.settings, logger: options.logger }, {
+      ...result, perFile: new Map(), base: [], baseHash: new Map(), overlay: new Map(), meta: new Map(), dropped: [], changed: new Set(),
+    });
   }
 
   /**
@@ -98,6 +150,7 @@ export class ConfigStore extends EventEmitter<Events> {
       return false;
     }
     this.snapshot = result.snapshot;
+    this.byKey = byKeyOf(result.snapshot);
     try {
       this.emit('change', result.snapshot);
     } catch (e) {
@@ -126,31 +179,57 @@ export class ConfigStore extends EventEmitter<Events> {
     return run;
   }
 
+  /** The record of `key` (record-meta.ts `recordKey`) in force, with its meta; undefined when none. */
+  record(key: string): RawRecord | undefined {
+    return this.byKey.get(key);
+  }
+
   /**
-   * Adds `record` to the configuration in force. Valid (with every record in force, by the same
-   * rules as a file's): applied as a new generation, `change` emitted, kept across reloads. Invalid:
-   * nothing changes and the result holds the errors (not a rejected reload: `lastErrors` stays).
+   * Changes the record of `key`: `decide` is called with the record in force (or undefined), when
+   * the writes and reloads before this one are done, and says what to put there; it may throw to
+   * refuse (the promise rejects with its error, nothing changes). The new set is validated and
+   * compiled as a reload is (by the snapshot's records, not the files read again: an edit half
+   * written meanwhile is neither applied by a write nor refuses one). Valid: kept in the record state,
+   * then applied as a new generation with `change`. Invalid: the result holds the errors, nothing
+   * changes (not a rejected reload: `lastErrors` stays). Rejects when the state cannot be kept.
    */
-  add(record: RawRecord): Promise<LoadResult> {
-    const run = this.queue.then(() => this.addNow(record));
+  write(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
+    const run = this.queue.then(() => this.writeNow(key, decide));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private addNow(record: RawRecord): LoadResult {
-    // The snapshot's own records, not the files read again: an edit half-written meanwhile is not
-    // applied by a POST, nor does it refuse one.
-    const result = compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1);
+  private async writeNow(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
+    const current = this.byKey.get(key);
+    const decision = decide(current);
+    if ('put' in decision && recordKey(decision.put) !== key) throw new Error(`write of ${key}: the record's key is ${String(recordKey(decision.put))}`);
+    const base = this.baseHash.get(key) ?? null;
+    let entry: OverlayEntry | undefined;
+    if ('delete' in decision) {
+      // Deleting a record the files do not have leaves nothing to remember.
+      entry = base === null ? undefined : { base };
+    } else {
+      entry = { base, record: deepFreeze(structuredClone(withoutBookkeeping(decision.put))) };
+    }
+    const overlay = new Map(this.overlay);
+    if (entry === undefined) overlay.delete(key);
+    else overlay.set(key, entry);
+    const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
+    const read: Read = { ok: true, base: this.base, perFile: this.perFile, baseHash: this.baseHash };
+    const result = await composeAndCompile(this.options, read, overlay, this.meta, this.snapshot.generation + 1, newId);
     if (!result.ok) return result;
-    this.added = [...this.added, record];
-    this.apply(result.snapshot);
-    return result;
+    const kept = persistable(key, result.meta.get(key), entry);
+    if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
+    this.commit(result);
+    const record = this.byKey.get(key);
+    return { ok: true, snapshot: result.snapshot, record, created: current === undefined && record !== undefined };
   }
 
   private async reloadNow(): Promise<boolean> {
-    const options = this.added.length === 0 ? this.options : { ...this.options, records: [...(this.options.records ?? []), ...this.added] };
-    let result: Loaded = await load(options, this.snapshot.generation + 1);
     const { logger } = this.options;
+    let result: Composed | (LoadResult & { ok: false });
+    const read = await readBase(this.options);
+    result = read.ok ? await composeAndCompile(this.options, read, this.overlay, this.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
       const emptied = [...this.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
@@ -164,17 +243,56 @@ export class ConfigStore extends EventEmitter<Events> {
     }
     if (!result.ok) {
       this.errors = Object.freeze([...result.errors]);
-      this.errorAt = new Date((this.options.now ?? Date.now)());
+      this.errorAt = new Date(this.now());
       for (const line of result.errors) logger.error(`configuration rejected: ${line}`);
       logger.error({ errors: result.errors.length, generation: this.snapshot.generation }, 'configuration rejected: keeping the last good one');
       this.emit('rejected', this.errors);
       return false;
     }
-    this.perFile = result.perFile;
+    await this.keep(result);
     this.errors = undefined;
     this.errorAt = undefined;
-    this.apply(result.snapshot);
+    this.commit(result);
     return true;
+  }
+
+  /**
+   * Keeps what a load changed in the record state: overlay entries dropped (their file was edited
+   * later) and meta that moved. A failure is logged, not fatal: the next start finds the same.
+   */
+  private async keep(result: Composed): Promise<void> {
+    const { logger } = this.options;
+    for (const key of result.dropped) {
+      logger.info({ record: key }, 'configuration: the file\'s version of this record changed after the API\'s change to it: the file\'s applies');
+    }
+    const held = this.state.entries();
+    const changes = new Map<string, StateEntry | undefined>();
+    for (const key of new Set([...result.dropped, ...result.changed])) {
+      const want = persistable(key, result.meta.get(key), result.overlay.get(key));
+      const have = held.get(key);
+      if (want === undefined ? have === undefined : have !== undefined && JSON.stringify(want) === JSON.stringify(have)) continue;
+      changes.set(key, want);
+    }
+    if (changes.size === 0) return;
+    try {
+      await this.state.save(changes);
+    } catch (err) {
+      logger.error({ err }, 'configuration: the record state could not be written; versions may start over after a restart');
+    }
+  }
+
+  private commit(result: Composed): void {
+    this.perFile = result.perFile;
+    this.base = result.base;
+    this.baseHash = result.baseHash;
+    this.overlay = result.overlay;
+    this.meta = result.meta;
+    this.byKey = byKeyOf(result.snapshot);
+    this.apply(result.snapshot);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
   }
 
   /** Puts `snapshot` in force and tells the listeners (a reload's or an `add()`'s). */
@@ -221,23 +339,21 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 }
 
-type Loaded = (LoadResult & { ok: false }) | (LoadResult & { ok: true; perFile: ReadonlyMap<string, number> });
+/** The base records read: files and `options.records`. */
+type Read =
+  | { readonly ok: true; readonly base: readonly SourcedRecord[]; readonly perFile: ReadonlyMap<string, number>; readonly baseHash: ReadonlyMap<string, string> }
+  | (LoadResult & { ok: false });
 
-async function load(options: ConfigStoreOptions, generation: number): Promise<Loaded> {
-  const settings = options.settings ?? defaultSettings;
-  const records = options.records ?? [];
+async function readBase(options: ConfigStoreOptions): Promise<Read> {
+  const inline = toSourced(options.records ?? []);
   try {
-    if (!options.paths || options.paths.length === 0) {
-      const result = compileRecords(records, settings, generation);
-      return result.ok ? { ...result, perFile: new Map() } : result;
-    }
-    // As loadSnapshot, keeping how many records each file held.
+    if (!options.paths || options.paths.length === 0) return { ok: true, base: inline, perFile: new Map(), baseHash: baseHashes(inline) };
     const read = await readRecords(options.paths);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
-    const result = await compileLocated([...read.records, ...toSourced(records)], settings, generation);
-    return result.ok ? { ...result, perFile } : result;
+    const base = [...read.records, ...inline];
+    return { ok: true, base, perFile, baseHash: baseHashes(base) };
   } catch (e) {
     // The pipeline answers invalid input with errors; an exception is a bug in it. A running process
     // must still keep its configuration rather than die on a debounced reload.
@@ -245,3 +361,58 @@ async function load(options: ConfigStoreOptions, generation: number): Promise<Lo
   }
 }
 
+/** A load or a write, composed and compiled: what `commit()` puts in force. */
+interface Composed {
+  readonly ok: true;
+  readonly snapshot: Snapshot;
+  readonly perFile: ReadonlyMap<string, number>;
+  readonly base: readonly SourcedRecord[];
+  readonly baseHash: ReadonlyMap<string, string>;
+  /** The overlay entries in force (those `reconcile` kept). */
+  readonly overlay: ReadonlyMap<string, OverlayEntry>;
+  readonly meta: ReadonlyMap<string, RecordMeta>;
+  /** Overlay entries dropped: their file changed after them. */
+  readonly dropped: readonly string[];
+  /** Keys whose meta is new, moved, or gone. */
+  readonly changed: ReadonlySet<string>;
+}
+
+async function composeAndCompile(
+  options: ConfigStoreOptions,
+  read: Read & { ok: true },
+  overlay: ReadonlyMap<string, OverlayEntry>,
+  meta: ReadonlyMap<string, RecordMeta>,
+  generation: number,
+  newId?: (key: string) => string | undefined,
+): Promise<Composed | (LoadResult & { ok: false })> {
+  try {
+    const { kept, dropped } = reconcile(read.baseHash, overlay);
+    const now = new Date((options.now ?? Date.now)()).toISOString();
+    const stamped = stamp(compose(read.base, kept), meta, now, newId);
+    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation);
+    if (!result.ok) return result;
+    return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
+  } catch (e) {
+    return { ok: false, errors: [`configuration: internal error: ${(e as Error).message}`], warnings: [] };
+  }
+}
+
+/**
+ * What the record state keeps of a key: its overlay entry with its meta, or its meta alone once it
+ * is not what a first sight of the record makes again at the next start (a bumped version, an id
+ * the API drew). Undefined: nothing.
+ */
+function persistable(key: string, meta: RecordMeta | undefined, overlay: OverlayEntry | undefined): StateEntry | undefined {
+  if (overlay === undefined && (meta === undefined || (meta.version === 1 && meta.id === stableId(key)))) return undefined;
+  return { ...(meta !== undefined ? { meta } : {}), ...(overlay !== undefined ? { overlay } : {}) };
+}
+
+/** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */
+function byKeyOf(snapshot: Snapshot): Map<string, RawRecord> {
+  const out = new Map<string, RawRecord>();
+  for (const record of snapshot.records) {
+    const key = recordKey(record);
+    if (key !== undefined && !out.has(key)) out.set(key, record);
+  }
+  return out;
+}

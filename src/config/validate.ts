@@ -104,13 +104,16 @@ function checkAliases(catalog: Catalog, records: readonly SourcedRecord[], error
   }
 }
 
-/** Validates every record; the result lists every error and warning found. */
-export function validate(records: readonly SourcedRecord[], settings: Settings): ValidationResult {
+/**
+ * Validates every record; the result lists every error and warning found. `convert` (convert.ts)
+ * takes, instead of an error, each string that reads as the number or boolean its member takes.
+ */
+export function validate(records: readonly SourcedRecord[], settings: Settings, convert?: (record: SourcedRecord, at: string, value: number | boolean) => void): ValidationResult {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   const { catalog, duplicates } = buildCatalog(records);
   for (const sourced of records) {
-    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings);
+    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings, convert && ((at, value) => convert(sourced, at, value)));
     if (!checkCommon(sourced, r)) continue;
     const rules = KINDS[sourced.record.kind as ReadKind];
     rules.shape(sourced.record, '', r);

@@ -16,6 +16,7 @@ import { isLocalToken } from '../env.js';
 import { isOperatorKey } from './operator-key.js';
 import { ApiError } from './errors.js';
 import type { RawRecord } from '../../config/records.js';
+import type { Action } from './kinds.js';
 
 /** The replica whose outbound listener took the request; absent: outside every workload. */
 export interface ApiCaller {
@@ -65,7 +66,7 @@ export function authenticate(authorization: string | undefined, caller: ApiCalle
 }
 
 /** What a request asks to do: read its org (granted without an identity), or anything else. */
-export type Action = 'read-org' | 'read' | 'create';
+export type { Action };
 
 /** Throws 403 `permission_denied` unless `principal` may do `action` (see the module comment). */
 export function mayDo(principal: Principal, action: Action, workloadRecord: (key: string) => RawRecord | undefined): void {

@@ -12,7 +12,6 @@
  * the address is taken; requests never throw.
  */
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../../config/store.js';
@@ -22,6 +21,9 @@ import { CONNECTION_ESTABLISHED } from '../../proxy/tunnel.js';
 import { parseHostPort } from '../../address.js';
 import { handleApi, type ApiDeps, type ApiRequest, type ApiResponse } from './handler.js';
 import type { ApiCaller } from './auth.js';
+import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.js';
+import type { DeploymentStatus } from '../deployments.js';
+import { systemClock, type Clock } from '../../deps.js';
 
 export type { ApiCaller } from './auth.js';
 export { API_ERRORS, type ApiErrorBody, type ApiErrorCode } from './errors.js';
@@ -39,7 +41,20 @@ export interface PlatformApiOptions {
   readonly logger: Logger;
   /** Wall clock (ms since the epoch); default `Date.now`. */
   readonly now?: () => number;
+  /** A workload's deployments (src/local/deployments.ts); default: none. */
+  readonly deployments?: (key: string) => readonly DeploymentStatus[];
+  /** The URL of a host name on the ingress listener; default `http://HOST`. */
+  readonly endpointUrl?: (host: string) => string;
+  /** Items in a page of a list (default 100; a request may ask for `limit` up to 1000). */
+  readonly pageSize?: number;
+  /** Time a client has to send a whole body (default 30 s) and its largest size (default 1 MiB). */
+  readonly bodyTimeoutMs?: number;
+  readonly maxBodyBytes?: number;
+  /** Timers of the body's deadline; default the system's. */
+  readonly clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
+
+export const DEFAULT_PAGE_SIZE = 100;
 
 /** `api.<internal domain>`: the API's name through a replica's outbound listener. */
 export function apiHost(internalDomain: string): string {
@@ -61,8 +76,11 @@ export class PlatformApi {
       ...(opts.operatorKey !== undefined ? { operatorKey: opts.operatorKey } : {}),
       since: new Date(now()).toISOString(),
       now: () => new Date(now()).toISOString(),
-      newId: randomUUID,
       logger: opts.logger.child({ component: 'api' }),
+      deployments: opts.deployments ?? (() => []),
+      endpointUrl: opts.endpointUrl ?? ((host) => `http://${host}`),
+      pageSize: opts.pageSize ?? DEFAULT_PAGE_SIZE,
+      body: { maxBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES, timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS, clock: opts.clock ?? systemClock },
     };
     this.host = apiHost(opts.store.current.settings.internalDomain);
   }
