@@ -9,7 +9,7 @@
  * and sets `lastModified` (`nextMeta`). Pure; never throws.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson } from './canonical.js';
+import { sortedJson } from './canonical.js';
 import { workloadGvc, type RawRecord } from './records.js';
 
 /** The read-only members the platform sets on every record; not part of its content. */
@@ -40,11 +40,19 @@ export function recordKey(record: RawRecord): string | undefined {
   return gvc === undefined ? undefined : keyOf(kind, name, gvc);
 }
 
-const isBookkeeping = (path: readonly string[]): boolean => path.length === 1 && BOOKKEEPING.includes(path[0]!);
+/** Hashes of records already hashed (records are frozen once read: their content cannot change). */
+const hashes = new WeakMap<object, string>();
 
 /** A hash of what the record says, bookkeeping and key order aside. */
 export function contentHash(record: RawRecord): string {
-  return createHash('sha256').update(canonicalJson(record, isBookkeeping)).digest('base64url');
+  const known = hashes.get(record);
+  if (known !== undefined) return known;
+  const keys = Object.keys(record).filter((k) => !BOOKKEEPING.includes(k)).sort();
+  let text = '{';
+  for (let i = 0; i < keys.length; i++) text += `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:${sortedJson(record[keys[i]!])}`;
+  const hash = createHash('sha256').update(`${text}}`).digest('base64url');
+  if (Object.isFrozen(record)) hashes.set(record, hash);
+  return hash;
 }
 
 /** A UUID-shaped id derived from `seed` (the same every run). */
