@@ -213,6 +213,18 @@ t.test('the platform API under up', async (t) => {
     t.notOk('data' in (await get('/org/acme/secret/login')).json);
     isErrorBody(t, await get('/org/acme/secret/nope'), 404, 'not_found');
 
+    // -reveal: the operator key and workloads with an identity only (DESIGN §13).
+    const revealed = await get('/org/acme/secret/db/-reveal');
+    t.equal(revealed.status, 200);
+    t.equal(revealed.json.data.payload, SECRET_VALUES[0]);
+    bodies.pop();
+    isErrorBody(t, await fromReplica('g1/noid', { path: '/org/acme/secret/db/-reveal', token: 'own' }), 403, 'permission_denied');
+    isErrorBody(t, await fromOutside('/org/acme/secret/db/-reveal'), 403, 'permission_denied');
+    isErrorBody(t, await fromOutside('/org/acme/secret/db/-reveal', { token: tokenOf('g1/caller') }), 403, 'token_outside_workload');
+    const byKey = await fromOutside('/org/acme/secret/login/-reveal', { token: (await readFile(up.operatorKeyFile, 'utf8')).trim() });
+    t.equal(byKey.json.data.password, SECRET_VALUES[1]);
+    bodies.pop();
+
     const ids = await get('/org/acme/gvc/g1/identity');
     t.match(ids.json, { kind: 'list', itemKind: 'identity', links: [{ rel: 'self', href: '/org/acme/gvc/g1/identity' }] });
     t.same(ids.json.items.map((i: { name: string }) => i.name), ['caller-id']);

@@ -45,6 +45,11 @@ const FOREIGN: Record<string, string> = {
   rounds: 'npm run bench',
   root: 'node bench/dist/instructions.js',
   'single-threaded': 'valgrind',
+  ready: 'cpln apply',
+  set: 'cpln workload update',
+  unset: 'cpln workload update',
+  replace: 'cpln edit',
+  'all-gvcs': 'cpln workload get',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
