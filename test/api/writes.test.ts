@@ -120,6 +120,26 @@ t.test('writes over HTTP', async (t) => {
     t.equal(up.runtime.store.current.gvcs.get('g1')!.alias, 'aaaaaaaaaaaa1', 'the GVC keeps the alias it routes by');
   });
 
+  t.test('secrets: checked names, never echoed', async (t) => {
+    const value = 'SEKRET-w-81c2';
+    const bad = await call('PUT', '/org/acme/secret', { kind: 'secret', name: 'Bad Name', type: 'opaque', data: { payload: value } });
+    isError(t, bad, 400, 'invalid_record');
+    t.match(bad.json.details.errors, [/secret\/Bad Name: name: must be/]);
+    t.notOk(bad.text.includes(value));
+    const malformed = await call('PUT', '/org/acme/secret', `{"kind": "secret", "name": "s", "data": {"payload": ${value}}}`);
+    isError(t, malformed, 400, 'bad_request');
+    t.notOk(malformed.text.includes(value), 'the parser\'s message does not quote the body');
+    const put = await call('PUT', '/org/acme/secret', { kind: 'secret', name: 's', type: 'opaque', data: { payload: value } });
+    t.equal(put.status, 201);
+    t.notOk(put.text.includes(value));
+    const patched = await call('PATCH', '/org/acme/secret/s', { description: 'patched' });
+    t.equal(patched.status, 200);
+    t.notOk(patched.text.includes(value));
+    t.notOk((await call('GET', '/org/acme/secret')).text.includes(value));
+    t.equal((await call('GET', '/org/acme/secret/s/-reveal')).json.data.payload, value);
+    t.equal((await call('DELETE', '/org/acme/secret/s')).status, 204);
+  });
+
   t.test('paths and methods', async (t) => {
     isError(t, await call('GET', '/org/acme/nothing'), 404, 'not_found');
     isError(t, await call('PATCH', `${W}/missing`, {}), 404, 'not_found');
