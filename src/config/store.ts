@@ -81,30 +81,15 @@ export class ConfigStore extends EventEmitter<Events> {
   private queue: Promise<unknown> = Promise.resolve();
   private watchers: FSWatcher[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** Records per config file in the snapshot in force. */
-  private perFile: ReadonlyMap<string, number>;
-  /** The records of the files and of `options.records` in force (before the overlay). */
-  private base: readonly SourcedRecord[];
-  /** `contentHash` of each key's record in `base`. */
-  private baseHash: ReadonlyMap<string, string>;
-  /** The API's changes in force, by record key. */
-  private overlay: ReadonlyMap<string, OverlayEntry>;
-  /** Meta of every record in force, by key. */
-  private meta: ReadonlyMap<string, RecordMeta>;
-  /** Every record in force (with its meta), by key. */
-  private byKey: ReadonlyMap<string, RawRecord>;
+  /** What the snapshot in force was composed from (files, overlay, meta), and its records by key. */
+  private held: Held;
   private readonly state: RecordState;
 
   private constructor(private readonly options: ConfigStoreOptions, first: Composed) {
     super();
     this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
-    this.perFile = first.perFile;
-    this.base = first.base;
-    this.baseHash = first.baseHash;
-    this.overlay = first.overlay;
-    this.meta = first.meta;
-    this.byKey = byKeyOf(first.snapshot);
+    this.held = heldOf(first);
   }
 
   static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
@@ -150,7 +135,7 @@ export class ConfigStore extends EventEmitter<Events> {
       return false;
     }
     this.snapshot = result.snapshot;
-    this.byKey = byKeyOf(result.snapshot);
+    this.held = { ...this.held, byKey: byKeyOf(result.snapshot) };
     try {
       this.emit('change', result.snapshot);
     } catch (e) {
@@ -181,7 +166,7 @@ export class ConfigStore extends EventEmitter<Events> {
 
   /** The record of `key` (record-meta.ts `recordKey`) in force, with its meta; undefined when none. */
   record(key: string): RawRecord | undefined {
-    return this.byKey.get(key);
+    return this.held.byKey.get(key);
   }
 
   /**
@@ -200,10 +185,10 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   private async writeNow(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
-    const current = this.byKey.get(key);
+    const current = this.held.byKey.get(key);
     const decision = decide(current);
     if ('put' in decision && recordKey(decision.put) !== key) throw new Error(`write of ${key}: the record's key is ${String(recordKey(decision.put))}`);
-    const base = this.baseHash.get(key) ?? null;
+    const base = this.held.baseHash.get(key) ?? null;
     let entry: OverlayEntry | undefined;
     if ('delete' in decision) {
       // Deleting a record the files do not have leaves nothing to remember.
@@ -211,17 +196,17 @@ export class ConfigStore extends EventEmitter<Events> {
     } else {
       entry = { base, record: deepFreeze(structuredClone(withoutBookkeeping(decision.put))) };
     }
-    const overlay = new Map(this.overlay);
+    const overlay = new Map(this.held.overlay);
     if (entry === undefined) overlay.delete(key);
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
-    const read: Read = { ok: true, base: this.base, perFile: this.perFile, baseHash: this.baseHash };
-    const result = await composeAndCompile(this.options, read, overlay, this.meta, this.snapshot.generation + 1, newId);
+    const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
+    const result = await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, newId);
     if (!result.ok) return result;
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
     this.commit(result);
-    const record = this.byKey.get(key);
+    const record = this.held.byKey.get(key);
     return { ok: true, snapshot: result.snapshot, record, created: current === undefined && record !== undefined };
   }
 
@@ -229,10 +214,10 @@ export class ConfigStore extends EventEmitter<Events> {
     const { logger } = this.options;
     let result: Composed | (LoadResult & { ok: false });
     const read = await readBase(this.options);
-    result = read.ok ? await composeAndCompile(this.options, read, this.overlay, this.meta, this.snapshot.generation + 1) : read;
+    result = read.ok ? await composeAndCompile(this.options, read, this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
-      const emptied = [...this.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
+      const emptied = [...this.held.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
       if (emptied.length > 0) {
         result = {
           ok: false,
@@ -282,12 +267,7 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   private commit(result: Composed): void {
-    this.perFile = result.perFile;
-    this.base = result.base;
-    this.baseHash = result.baseHash;
-    this.overlay = result.overlay;
-    this.meta = result.meta;
-    this.byKey = byKeyOf(result.snapshot);
+    this.held = heldOf(result);
     this.apply(result.snapshot);
   }
 
@@ -405,6 +385,26 @@ async function composeAndCompile(
 function persistable(key: string, meta: RecordMeta | undefined, overlay: OverlayEntry | undefined): StateEntry | undefined {
   if (overlay === undefined && (meta === undefined || (meta.version === 1 && meta.id === stableId(key)))) return undefined;
   return { ...(meta !== undefined ? { meta } : {}), ...(overlay !== undefined ? { overlay } : {}) };
+}
+
+/** What `commit()` keeps of a load or a write. */
+interface Held {
+  /** Records per config file in the snapshot in force. */
+  readonly perFile: ReadonlyMap<string, number>;
+  /** The records of the files and of `options.records` in force (before the overlay). */
+  readonly base: readonly SourcedRecord[];
+  /** `contentHash` of each key's record in `base`. */
+  readonly baseHash: ReadonlyMap<string, string>;
+  /** The API's changes in force, by record key. */
+  readonly overlay: ReadonlyMap<string, OverlayEntry>;
+  /** Meta of every record in force, by key. */
+  readonly meta: ReadonlyMap<string, RecordMeta>;
+  /** Every record in force (with its meta), by key. */
+  readonly byKey: ReadonlyMap<string, RawRecord>;
+}
+
+function heldOf(c: Composed): Held {
+  return { perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey: byKeyOf(c.snapshot) };
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */

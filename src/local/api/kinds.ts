@@ -50,6 +50,9 @@ export interface KindRow {
   view(ctx: ApiContext, record: RawRecord, gvc: string | undefined): Record<string, unknown>;
 }
 
+/** The verbs of a kind the API writes: what `cpln` sends (map.js, plus `PUT` for `apply` and `edit --replace`). */
+const WRITABLE = { collection: ['GET', 'POST', 'PUT'], item: ['GET', 'PUT', 'PATCH', 'DELETE'] } as const;
+
 /** Read-only members every record has (platform spec, Common record fields). */
 export const COMMON_READ_ONLY: readonly string[] = ['id', 'version', 'created', 'lastModified', 'links'];
 
@@ -143,8 +146,7 @@ export const KINDS: readonly KindRow[] = [
   {
     kind: 'gvc',
     scope: 'org',
-    collection: ['GET', 'POST', 'PUT'],
-    item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    ...WRITABLE,
     readOnly: ['alias', 'status'],
     deleteStatus: 204,
     // `spec` always: the CLI's table reads `spec.domain`.
@@ -156,8 +158,7 @@ export const KINDS: readonly KindRow[] = [
   {
     kind: 'workload',
     scope: 'gvc',
-    collection: ['GET', 'POST', 'PUT'],
-    item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    ...WRITABLE,
     orgList: true,
     readOnly: ['status'],
     deleteStatus: 202,
@@ -187,8 +188,7 @@ export const KINDS: readonly KindRow[] = [
   {
     kind: 'identity',
     scope: 'gvc',
-    collection: ['GET', 'POST', 'PUT'],
-    item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    ...WRITABLE,
     orgList: true,
     readOnly: ['status'],
     deleteStatus: 204,
@@ -197,8 +197,7 @@ export const KINDS: readonly KindRow[] = [
   {
     kind: 'secret',
     scope: 'org',
-    collection: ['GET', 'POST', 'PUT'],
-    item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    ...WRITABLE,
     readOnly: ['status'],
     deleteStatus: 204,
     view: plain,
@@ -213,8 +212,7 @@ export const KINDS: readonly KindRow[] = [
   {
     kind: 'domain',
     scope: 'org',
-    collection: ['GET', 'POST', 'PUT'],
-    item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    ...WRITABLE,
     readOnly: ['status'],
     deleteStatus: 204,
     view: plain,
