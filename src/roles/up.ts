@@ -291,6 +291,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   if (up.api.url) {
     lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
     lines.push(`  operator key ${up.operatorKeyFile}  (an org administrator at the api; mode 0600)`);
+    lines.push(`  api changes  ${join(options.stateDir ?? DEFAULT_STATE_DIR, RECORD_STATE_DIR)}  (kept across runs; an edit of a record in --config wins over an earlier API change to it)`);
     lines.push(`  cpln         ${profileCommand(up.api.url, resolve(up.operatorKeyFile), runtime.dataplane.org)}`);
   }
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);

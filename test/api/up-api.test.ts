@@ -235,6 +235,8 @@ t.test('the platform API under up', async (t) => {
     isErrorBody(t, await get('/org/acme/auditctx/nope'), 404, 'not_found');
 
     isErrorBody(t, await get('/org/other'), 404, 'not_found');
+    isErrorBody(t, await fromReplica('g1/caller', { method: 'POST', path: '/org/other/gvc', body: JSON.stringify({ name: 'gx' }), token: 'own' }), 404, 'not_found');
+    isErrorBody(t, await fromReplica('g1/caller', { method: 'DELETE', path: '/org/other/gvc/g1', token: 'own' }), 404, 'not_found');
     isErrorBody(t, await get('/org/other/gvc/g1'), 404, 'not_found');
     isErrorBody(t, await get('/org/acme/nothing'), 404, 'not_found');
     isErrorBody(t, await get('/elsewhere'), 404, 'not_found');
