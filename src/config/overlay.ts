@@ -38,8 +38,9 @@ export function reconcile(hashes: ReadonlyMap<string, string>, overlay: Readonly
  * The base records with the overlay applied: an entry's record takes the place of the first base
  * record of its key (later ones stay, so a duplicate in the files is still reported), a deletion
  * removes it, and records only the overlay has come after the base ones, in the overlay's order.
+ * The overlay's records have `source` as their place (what validation's findings name).
  */
-export function compose(base: readonly SourcedRecord[], overlay: ReadonlyMap<string, OverlayEntry>): SourcedRecord[] {
+export function compose(base: readonly SourcedRecord[], overlay: ReadonlyMap<string, OverlayEntry>, source = INLINE): SourcedRecord[] {
   if (overlay.size === 0) return [...base];
   const out: SourcedRecord[] = [];
   const placed = new Set<string>();
@@ -51,10 +52,10 @@ export function compose(base: readonly SourcedRecord[], overlay: ReadonlyMap<str
       continue;
     }
     placed.add(key!);
-    if (entry.record !== undefined) out.push({ record: entry.record, source: INLINE });
+    if (entry.record !== undefined) out.push({ record: entry.record, source });
   }
   for (const [key, entry] of overlay) {
-    if (!placed.has(key) && entry.record !== undefined) out.push({ record: entry.record, source: INLINE });
+    if (!placed.has(key) && entry.record !== undefined) out.push({ record: entry.record, source });
   }
   return out;
 }

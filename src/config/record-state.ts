@@ -33,6 +33,8 @@ export interface StateEntry {
 }
 
 export interface RecordState {
+  /** Where the entries are (a folder): findings about the API's records name it. */
+  readonly where?: string;
   /** Every entry, by record key. */
   entries(): ReadonlyMap<string, StateEntry>;
   /** Sets (or, for `undefined`, removes) the entries of these keys. Rejects when they cannot be kept. */
@@ -76,6 +78,10 @@ function isOverlay(v: unknown): v is OverlayEntry {
 
 export class FolderRecordState implements RecordState {
   private constructor(private readonly dir: string, private readonly map: Map<string, StateEntry>, private readonly io: StateIo) {}
+
+  get where(): string {
+    return this.dir;
+  }
 
   /** Reads the folder (created 0700 when missing). Throws naming a file that holds no entry. */
   static async open(dir: string, io: StateIo = { rename }): Promise<FolderRecordState> {

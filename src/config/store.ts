@@ -93,7 +93,7 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
-    const state = options.state ?? new MemoryRecordState();
+    const state: RecordState = options.state ?? new MemoryRecordState();
     const overlay = new Map<string, OverlayEntry>();
     const meta = new Map<string, RecordMeta>();
     for (const [key, entry] of state.entries()) {
@@ -102,8 +102,15 @@ export class ConfigStore extends EventEmitter<Events> {
     }
     const read = await readBase(options);
     if (!read.ok) throw new ConfigError(read.errors, read.warnings);
-    const result = await composeAndCompile(options, read, overlay, meta, 1);
-    if (!result.ok) throw new ConfigError(result.errors, result.warnings);
+    const result = await composeAndCompile({ ...options, state }, read, overlay, meta, 1);
+    if (!result.ok) {
+      // Changes made through the API that no longer fit the files: say where they are kept.
+      const where = state.where;
+      const hint = where !== undefined && result.errors.some((e) => e.startsWith(`${where}: `))
+        ? [`${where}: the errors above that name this folder are about changes made through the API and kept there; change the files to fit them, or move the folder away to start without them`]
+        : [];
+      throw new ConfigError([...result.errors, ...hint], result.warnings);
+    }
     const store = new ConfigStore({ ...options, state }, result);
     await store.keep(result);
     store.logLoaded(result.snapshot);
@@ -201,7 +208,7 @@ export class ConfigStore extends EventEmitter<Events> {
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
-    const result = await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, newId);
+    const result = await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId });
     if (!result.ok) return result;
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
@@ -363,12 +370,13 @@ async function composeAndCompile(
   overlay: ReadonlyMap<string, OverlayEntry>,
   meta: ReadonlyMap<string, RecordMeta>,
   generation: number,
-  newId?: (key: string) => string | undefined,
+  /** A write: the id of a record it creates, and no place for the API's records in its findings (its answer). */
+  write?: { readonly newId: (key: string) => string | undefined },
 ): Promise<Composed | (LoadResult & { ok: false })> {
   try {
     const { kept, dropped } = reconcile(read.baseHash, overlay);
     const now = new Date((options.now ?? Date.now)()).toISOString();
-    const stamped = stamp(compose(read.base, kept), meta, now, newId);
+    const stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
     const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation);
     if (!result.ok) return result;
     return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };

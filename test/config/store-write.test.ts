@@ -141,3 +141,21 @@ t.test('a write whose state cannot be kept is refused and applies nothing', asyn
   fail = false;
   t.ok((await store.write(G2, () => ({ put: gvc('g2') }))).ok);
 });
+
+t.test('API changes that no longer fit the files: up does not start, and says where they are', async (t) => {
+  const dir = await tempDir(t, 'svcproxy-store-');
+  const file = join(dir, 'records.json');
+  const stateDir = join(dir, 'state');
+  await writeFile(file, JSON.stringify([ORG, LOC, gvc('g1')]));
+  const first = await ConfigStore.open({ paths: [file], logger: silentLogger(), state: await FolderRecordState.open(stateDir) });
+  const w = { kind: 'workload', name: 'w', gvc: 'g1', spec: { type: 'standard', containers: [{ name: 'main', image: 'x', ports: [{ number: 80 }] }] } };
+  t.ok((await first.write(keyOf('workload', 'w', 'g1'), () => ({ put: w }))).ok);
+  first.close();
+  // Another configuration in the same folder: the API's workload names a GVC it does not have.
+  await writeFile(file, JSON.stringify([ORG, LOC, gvc('other')]));
+  const opened = ConfigStore.open({ paths: [file], logger: silentLogger(), state: await FolderRecordState.open(stateDir) });
+  await t.rejects(opened, { errors: [
+    `${stateDir}: workload/w: gvc: points to gvc g1, which is not defined`,
+    `${stateDir}: the errors above that name this folder are about changes made through the API and kept there; change the files to fit them, or move the folder away to start without them`,
+  ] });
+});
