@@ -155,6 +155,15 @@ t.test('writes over HTTP', async (t) => {
     const next = page.json.links.find((l: { rel: string }) => l.rel === 'next').href as string;
     const second = await call('GET', next);
     t.not(second.json.items[0].name, page.json.items[0].name);
+    // Across GVCs (the cursor names a GVC and a workload): every workload once, in order.
+    const seen: string[] = [];
+    for (let path: string | undefined = '/org/acme/workload?limit=2'; path !== undefined;) {
+      const got = await call('GET', path);
+      t.equal(got.status, 200, path);
+      seen.push(...(got.json.items as { name: string }[]).map((w) => w.name));
+      path = (got.json.links as { rel: string; href: string }[]).find((l) => l.rel === 'next')?.href;
+    }
+    t.same(seen, [...up.runtime.store.current.workloads.values()].map((w) => w.name).sort());
     isError(t, await call('DELETE', '/org/acme/gvc/g1'), 400, 'invalid_record');
     t.ok(up.runtime.store.current.gvcs.has('g1'), 'a GVC with workloads stays');
     t.equal((await call('DELETE', `${W}/x`)).status, 202);
