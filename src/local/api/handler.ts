@@ -18,7 +18,6 @@ import { buildRouter } from './router.js';
 import { indexOf } from './views.js';
 
 export type { ApiDeps, ApiRequest, ApiResponse } from './context.js';
-export { MAX_BODY_BYTES } from './body.js';
 
 const router = buildRouter();
 

@@ -1,14 +1,15 @@
 /**
- * `up`'s platform API (DESIGN §12): the spec's endpoints served from `up`'s own records, for
- * workload code that reads its GVC, a secret or its quotas. Two ways in. Each replica's outbound
+ * `up`'s platform API (DESIGN §12–§13): the platform's resources served from `up`'s own records
+ * (the table of kinds, kinds.ts), read and written by the platform's CLI with the operator key, and
+ * by workload code with its token; writes go through the config store as a reload does. Two ways in. Each replica's outbound
  * (mesh) listener answers requests for `api.<internal domain>` (`SVC_ENDPOINT`; no workload host
  * can have one label under the internal domain) here, in-process, as that replica's workload:
  * `wrap()` puts the API in front of the data plane's handlers of that listener, so the caller is
  * known from the listener that took the connection, and nothing a client sends can claim another.
  * Requests inside a CONNECT to that name (proxy clients that always tunnel, as undici's
  * EnvHttpProxyAgent) are served the same way. The `--api` listener (default 127.0.0.1:15080) serves
- * the same API to callers outside every workload (a shell, a laptop's curl): a workload token is
- * refused there (403), no credential reads what the spec allows (auth.ts). `listen()` fails when
+ * the same API to callers outside every workload (a shell, `cpln`, a laptop's curl): the operator
+ * key acts there, a workload token is refused (403), no credential reads what the spec allows (auth.ts). `listen()` fails when
  * the address is taken; requests never throw.
  */
 import http from 'node:http';
