@@ -76,14 +76,18 @@ t.test('svcproxy COMMAND --help: its synopsis, exactly its flags with defaults, 
   }
 });
 
-t.test('the sidecar help says exactly which identity variables it reads, in order', async (t) => {
+t.test('the sidecar help says exactly which identity variables it reads, in order, the org\'s too', async (t) => {
   const r = await mainOf(['sidecar', '--help']);
   t.match(r.stdout, '  gvc       --gvc, SVCPROXY_GVC, SVC_GVC\n');
   t.match(r.stdout, '  workload  --workload, SVCPROXY_WORKLOAD, SVC_WORKLOAD\n');
   t.match(r.stdout, '  location  --location, SVCPROXY_LOCATION, SVC_LOCATION\n');
   t.match(r.stdout, '  replica   --replica, SVCPROXY_REPLICA, SVC_REPLICA, HOSTNAME, else WORKLOAD-0\n');
-  t.notMatch(r.stdout, /SVC_ORG/, 'no SVC_ORG: nothing reads it');
-  t.notMatch(r.stdout, /--org\b/);
+  t.match(r.stdout, '  org       the org record\'s name, else --org, SVCPROXY_ORG, SVC_ORG, else "local"\n');
+  t.match(r.stdout, /\n {2}--org ORG +the org of this process's identity/, '--org is a sidecar flag');
+  t.match(r.stdout, /\n {2}svcproxy sidecar .*\[--org ORG --gvc G/, 'and in its synopsis');
+  const ingress = await mainOf(['ingress', '--help']);
+  t.match(ingress.stdout, '  org       the org record\'s name, else --org, SVCPROXY_ORG, SVC_ORG, else "local"\n', 'ingress reads it the same way');
+  t.match(ingress.stdout, /\n {2}--org ORG +/);
 });
 
 t.test('usage errors: the message and one hint line, exit 2', async (t) => {

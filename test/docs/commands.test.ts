@@ -42,6 +42,7 @@ import { ROOT, commandsIn, docFiles, proseFlags, synopsisArgs, type DocCommand }
 /** Flags of other programs that the prose names, each with its program. */
 const FOREIGN: Record<string, string> = {
   only: 'npm run bench',
+  prop: 'cpln (the platform\'s CLI: cpln location query --prop ~TEXT)',
   rounds: 'npm run bench',
   root: 'node bench/dist/instructions.js',
   'single-threaded': 'valgrind',
