@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { COMMANDS, FLAG_HELP, OPTIONS, flagsOf, type FlagName } from '../../src/flags.js';
-import { main, parseFlags } from '../../src/cli.js';
+import { parseFlags } from '../../src/cli.js';
+import { mainOf } from '../helpers/main.js';
 import { records, yamlDocuments } from '../helpers/harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -130,21 +131,6 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
     t.equal(lines[1], command ? `run "svcproxy ${command} --help" for usage` : 'run "svcproxy --help" for the commands');
   }
 });
-
-/** The real entry in this process: its exit code and what it wrote (it returns before starting anything). */
-async function mainOf(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [out, err] = [process.stdout.write, process.stderr.write];
-  let stdout = '';
-  let stderr = '';
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-  }
-}
 
 t.test('every command refuses every flag it does not take, naming the command', async (t) => {
   for (const c of COMMANDS) {

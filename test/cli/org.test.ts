@@ -11,12 +11,13 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { main } from '../../src/cli.js';
 import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
 import { LocalCa } from '../../src/mesh/ca.js';
 import { Runtime, type RuntimeOptions } from '../../src/roles/runtime.js';
 import { records, yamlDocuments } from '../helpers/harness.js';
+import { mainOf } from '../helpers/main.js';
+import { writeCredentials } from '../mesh/fixtures.js';
 
 const LOCATION = 'aws-us-east-2';
 /** The harness's records: org acme, GVC shop, workload api in aws-us-east-2. */
@@ -27,27 +28,6 @@ const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-org-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const withOrg = path.join(dir, 'with-org.yaml');
 writeFileSync(withOrg, yamlDocuments(WITH_ORG));
-
-/** The real entry in this process, with `env` over the process's environment for the call. */
-async function mainOf(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [out, err] = [process.stdout.write, process.stderr.write];
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  let stdout = '';
-  let stderr = '';
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 const QUIET = ['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--log-level', 'silent'];
 const INGRESS = ['ingress', '--config', withOrg, '--location', LOCATION, ...QUIET];
@@ -76,11 +56,7 @@ t.test('an org other than the records\' is a usage error naming both, however it
 
 t.test('the records\' org, or --org when they have none, is the org of the mesh identities', async (t) => {
   const ca = await LocalCa.open(path.join(dir, 'ca'), { org: 'acme' });
-  const creds = await ca.issue('spiffe://acme/gvc/shop/workload/api', 3600_000);
-  const files = { cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key'), ca: path.join(dir, 'ca.crt') };
-  writeFileSync(files.cert, creds.certPem);
-  writeFileSync(files.key, creds.keyPem);
-  writeFileSync(files.ca, creds.caPem);
+  const files = await writeCredentials(dir, await ca.issue('spiffe://acme/gvc/shop/workload/api', 3600_000));
   const sidecar = (recs: Record<string, unknown>[], more: Partial<RuntimeOptions>) => Runtime.start({
     role: 'sidecar',
     settings: defaultSettings,

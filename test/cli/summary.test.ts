@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { TapLike } from '../helpers/harness.js';
 import { redisMissing, startRedis } from '../fixtures/ratelimit/servers.js';
 import { LocalCa } from '../../src/mesh/ca.js';
+import { writeCredentials } from '../mesh/fixtures.js';
 
 t.setTimeout(300_000);
 
@@ -130,11 +131,7 @@ t.test('sidecar: the org of its identity from SVC_ORG when the records have none
   const config = path.join(dir, 'no-org.json');
   writeFileSync(config, JSON.stringify(RECORDS.filter((r) => r.kind !== 'org')));
   const ca = await LocalCa.open(path.join(dir, 'ca'), { org: 'acme' });
-  const creds = await ca.issue('spiffe://acme/gvc/g1/workload/api', 3600_000);
-  const mesh = { cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key'), ca: path.join(dir, 'ca.crt') };
-  writeFileSync(mesh.cert, creds.certPem);
-  writeFileSync(mesh.key, creds.keyPem);
-  writeFileSync(mesh.ca, creds.caPem);
+  const mesh = await writeCredentials(dir, await ca.issue('spiffe://acme/gvc/g1/workload/api', 3600_000));
   const s = await summaryOf(t, [
     'sidecar', '--config', config, '--app', '127.0.0.1:9', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--mesh-inbound', '127.0.0.1:0',
     '--mesh-cert', mesh.cert, '--mesh-key', mesh.key, '--mesh-ca', mesh.ca,

@@ -110,12 +110,32 @@ async function nodeReads(port: number, text: string, seen: Map<string, unknown>)
   return seen.get(id);
 }
 
-/** An 'upgrade' listener that records that Node's server (llhttp) took the head for an upgrade. */
-function tookForUpgrade(seen: Map<string, unknown>): (req: http.IncomingMessage, socket: Duplex) => void {
-  return (req, socket) => {
+/**
+ * Node's own HTTP/1.1 server as the oracle: what it hands its request handler for each probe (by its
+ * X-Probe-Id), `'an upgrade'` when llhttp took the head for one (it has an 'upgrade' listener, as the
+ * proxy's listener has), nothing when it answered an error.
+ */
+async function nodeOracle(t: { teardown(fn: () => unknown): void }): Promise<{ port: number; seen: Map<string, unknown> }> {
+  const seen = new Map<string, unknown>();
+  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
+    const id = req.headers['x-probe-id'] as string;
+    const rawHeaders = [...req.rawHeaders];
+    rawHeaders.splice(rawHeaders.indexOf('X-Probe-Id'), 2);
+    const headers = { ...req.headers };
+    delete headers['x-probe-id'];
+    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
+    req.resume();
+    res.end();
+  });
+  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
     seen.set(req.headers['x-probe-id'] as string, 'an upgrade');
     socket.destroy();
-  };
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  return { port: (server.address() as net.AddressInfo).port, seen };
 }
 
 const NAMES = ['Host', 'host', 'Accept', 'X-Forwarded-For', 'x-request-id', 'Content-Length', 'Connection', 'User-Agent', 'Cookie', 'X-A', 'X-A', 'TE', 'Transfer-Encoding', 'Upgrade'];
@@ -128,24 +148,7 @@ function pick<T>(list: readonly T[], rnd: () => number): T {
 }
 
 t.test('every head it reads, Node reads the same way', async (t) => {
-  const seen = new Map<string, unknown>();
-  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
-    const id = req.headers['x-probe-id'] as string;
-    const rawHeaders = [...req.rawHeaders];
-    const at = rawHeaders.indexOf('X-Probe-Id');
-    rawHeaders.splice(at, 2);
-    const headers = { ...req.headers };
-    delete headers['x-probe-id'];
-    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
-    req.resume();
-    res.end();
-  });
-  // As the proxy's listener: with an 'upgrade' listener, llhttp's upgrades are not requests.
-  server.on('upgrade', tookForUpgrade(seen));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
+  const { port, seen } = await nodeOracle(t);
   let seed = 7;
   const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   let read = 0;
@@ -223,23 +226,7 @@ function mutatedHead(rnd: () => number): string {
 }
 
 t.test(`every head Node's server refuses, the quick reader declines (seed ${SEED})`, async (t) => {
-  const seen = new Map<string, unknown>();
-  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
-    const id = req.headers['x-probe-id'] as string;
-    const rawHeaders = [...req.rawHeaders];
-    rawHeaders.splice(rawHeaders.indexOf('X-Probe-Id'), 2);
-    const headers = { ...req.headers };
-    delete headers['x-probe-id'];
-    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
-    req.resume();
-    res.end();
-  });
-  server.on('clientError', (_err, socket) => socket.destroy());
-  server.on('upgrade', tookForUpgrade(seen));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
+  const { port, seen } = await nodeOracle(t);
   const rnd = prng(SEED);
   const served: string[] = [];
   const total = 12_000;
@@ -271,23 +258,7 @@ const CONNECTION_VALUES = [
 t.test(`Upgrade and Connection combinations: the quick reader serves exactly what llhttp reads as an ordinary request (seed ${SEED})`, async (t) => {
   // The oracle is Node's own server with an 'upgrade' listener, as the proxy's listener has: llhttp
   // decides what is an upgrade (an Upgrade field and `upgrade` among the Connection options).
-  const seen = new Map<string, unknown>();
-  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
-    const id = req.headers['x-probe-id'] as string;
-    const rawHeaders = [...req.rawHeaders];
-    rawHeaders.splice(rawHeaders.indexOf('X-Probe-Id'), 2);
-    const headers = { ...req.headers };
-    delete headers['x-probe-id'];
-    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
-    req.resume();
-    res.end();
-  });
-  server.on('clientError', (_err, socket) => socket.destroy());
-  server.on('upgrade', tookForUpgrade(seen));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
+  const { port, seen } = await nodeOracle(t);
   const rnd = prng(SEED + 35);
   const heads: string[] = [];
   for (let i = 0; i < 600; i++) {
