@@ -283,6 +283,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(flags['dns-server'] ? { dnsServers: flags['dns-server'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
+    ...(flags.org ?? env[`${prefix}ORG`] ? { org: flags.org ?? env[`${prefix}ORG`]! } : {}),
   };
   if (role === 'ingress' && !options.location) throw new UsageError(`ingress needs --location NAME (or ${prefix}LOCATION)`);
   if (flags['listen-tls'] && !(flags['tls-cert'] && flags['tls-key'])) throw new UsageError('--listen-tls needs --tls-cert FILE and --tls-key FILE');
@@ -303,13 +304,8 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   }
   const workers = workersFrom(flags);
   if (workers > 1 || cluster.isWorker) return runClustered(options, workers, graceMs);
+  // A --location or --org the records contradict stops it here, before anything is bound (src/roles/place.ts).
   const runtime = await Runtime.start(options);
-  const locations = runtime.store.current.locations;
-  if (options.location !== undefined && locations.size > 0 && !locations.has(options.location)) {
-    // A mistyped location would route nothing local and probe every replica as remote: say so, and stop.
-    await runtime.stop(0);
-    throw new UsageError(`--location ${options.location} is not a location of the configuration (known: ${[...locations.keys()].sort().join(', ')})`);
-  }
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
   }

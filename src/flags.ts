@@ -29,6 +29,7 @@ export const OPTIONS = {
   admin: { type: 'string' },
   api: { type: 'string' },
   location: { type: 'string' },
+  org: { type: 'string' },
   app: { type: 'string' },
   gvc: { type: 'string' },
   workload: { type: 'string' },
@@ -148,6 +149,9 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
       sidecar: { about: 'this replica\'s location (required here or from a variable: see Environment)' }, logs: { about: 'only this location\'s lines' },
       explain: { about: 'explain as the router of this location sees it (0 ms away; other latencies are not probed)' },
     },
+  },
+  org: {
+    value: 'ORG', about: 'the org of this process\'s identity (spiffe://ORG/...) when the records have no org record; another than theirs is refused', commands: ROLES,
   },
   app: { value: 'HOST:PORT', about: 'the app this sidecar forwards to', commands: ['sidecar'] },
   gvc: { value: 'G', about: 'the GVC of this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload\'s GVC (needed when it has logs in several)' } } },

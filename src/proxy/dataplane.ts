@@ -126,6 +126,7 @@ export class DataPlane implements ExchangeObserver {
       route: (table, target, at) => this.route(table, target, at),
       anyReplica: this.anyReplica,
       record: (ex) => this.record(ex),
+      org: () => this.org,
     }, opts);
     opts.replicas.on('ready', (replica: Replica) => this.wakeHeld(replica));
     this.egress = new Egress({ metrics: opts.metrics, logger: opts.deps.logger.child({ component: 'egress' }) });
@@ -161,7 +162,7 @@ export class DataPlane implements ExchangeObserver {
 
   /** The org whose trust domain the mesh identities are in. */
   get org(): string {
-    return this.table.snapshot.org?.name ?? DEFAULT_ORG;
+    return this.table.snapshot.org?.name ?? this.opts.org ?? DEFAULT_ORG;
   }
 
   /** A mesh listener went away (a replica that stopped): drop every caller's connections to it. */
