@@ -79,6 +79,7 @@ function compileContainer(c: ContainerRecord, tagProtocol: Protocol | undefined)
     ports,
     ...(readinessProbe ? { readinessProbe } : {}),
     ...(livenessProbe ? { livenessProbe } : {}),
+    volumes: (c.volumes ?? []).map((v) => ({ path: v.path, uri: v.uri })),
   });
 }
 

@@ -107,6 +107,8 @@ export interface ContainerModel {
   readonly ports: readonly PortModel[];
   readonly readinessProbe?: ProbeModel;
   readonly livenessProbe?: ProbeModel;
+  /** `volumes[]`: where each is mounted and from what; `up` mounts none and says so. */
+  readonly volumes: readonly { readonly path: string; readonly uri: string }[];
 }
 
 /** `defaultOptions`, or one `localOptions[]` entry merged over it. */

@@ -71,6 +71,7 @@ const container: Check = obj(
     port,
     readinessProbe: probe,
     livenessProbe: probe,
+    volumes: arr(obj({ uri: str({ nonEmpty: true }), path: startsWithSlash, recoveryPolicy: oneOf(['retain', 'recycle']) }, { required: ['uri', 'path'] })),
   },
   { required: ['name'] },
 );

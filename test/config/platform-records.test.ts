@@ -186,6 +186,7 @@ t.test('the command line: --gvc and SVCPROXY_GVC on the commands that read recor
   t.same(list.filter((e) => e.workload === 'server' && e.kind === 'location').map((e) => e.location), ['aws-us-east-2', 'gcp-us-east1']);
   const explain = await mainOf(['explain', '--config', GVCS, '--config', WORKLOADS, '--gvc', 'blue', `http://server-${aliasOf(list, 'server')}.app.localhost/`]);
   t.match(explain.stdout, /^workload: +blue\/server \(gvc blue\)/m, 'explain reads records the same way');
+  t.match(explain.stdout, /^verdict: +503 NO_HEALTHY_UPSTREAM: .*: svcproxy up runs no image \(container server has image registry\.example\/quickstart\/server:1 and no command\)$/m, 'and says why nothing answers');
 });
 
 /** The alias part of a workload's canonical host in an endpoints listing. */
