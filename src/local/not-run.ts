@@ -2,8 +2,9 @@
  * What `svcproxy up` cannot run of a workload, said once per workload (DESIGN §3, docs/local-platform.md):
  * `up` starts the containers that have a `command` as processes on this machine; it has no container
  * runtime, so a container with an `image` and no `command` is not run, nor is a cron workload (the
- * platform runs it as a job on `spec.job.schedule`; `up` has no scheduler), and a container's
- * `volumes` (volumesets, secrets, ...) are not mounted in the processes it runs. A workload of which
+ * platform runs it as a job on `spec.job.schedule`; `up` has no scheduler), a container with both
+ * runs its command on this machine rather than in the image, and a container's `volumes`
+ * (volumesets, secrets, ...) are not mounted in the processes it runs. A workload of which
  * `up` runs nothing has a reason (`notRunReason`): its host names answer 503 `no healthy upstream:
  * REASON` and its `/workloads` rows carry it, and `up` logs what it does not run once per workload
  * (`notRunNotes`, made once per snapshot). Pure apart from that cache; never throws.
@@ -34,9 +35,10 @@ export function notRunReason(workload: Pick<WorkloadModel, 'type' | 'containers'
 }
 
 /**
- * The lines `up` logs once for a workload it runs only in part: each container it does not run, and
- * each run container's volumes it does not mount. Empty when it runs all of it as written (and when
- * it runs none: `notRunReason` says that).
+ * The lines `up` logs once for a workload it runs only in part or not as the platform would: each
+ * container it does not run, each command it runs on this machine instead of in the container's
+ * image, and each run container's volumes it does not mount. Empty when it runs all of it as written
+ * (and when it runs none: `notRunReason` says that).
  */
 export function partlyRunNotes(workload: Pick<WorkloadModel, 'type' | 'containers'>): string[] {
   if (notRunReason(workload) !== undefined) return [];
@@ -44,7 +46,11 @@ export function partlyRunNotes(workload: Pick<WorkloadModel, 'type' | 'container
   for (const c of workload.containers) {
     if (c.command === undefined || c.command === '') {
       notes.push(`svcproxy up runs no image: ${whyNotRun(c)}; the workload's other containers run`);
-    } else if (c.volumes.length > 0) {
+      continue;
+    }
+    // The platform runs the command inside the image; up, on this machine, with what it has there.
+    if (c.image !== undefined && c.image !== '') notes.push(`svcproxy up runs container ${c.name}'s command ${c.command} on this machine, not in image ${c.image}`);
+    if (c.volumes.length > 0) {
       const mounts = c.volumes.map((v) => `${v.path} (${v.uri})`).join(', ');
       notes.push(`svcproxy up mounts no volume: container ${c.name}'s ${mounts} ${c.volumes.length === 1 ? 'is' : 'are'} not there for its process`);
     }

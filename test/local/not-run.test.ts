@@ -1,7 +1,8 @@
 /**
  * What `up` cannot run, as pure functions over compiled records (src/local/not-run.ts): why it runs
  * none of a workload (an image without a command, a cron workload, no container), what it runs only
- * in part (a container without a command beside others, volumes it does not mount), which workloads
+ * in part or not as written (a container without a command beside others, a command it runs on this
+ * machine instead of in its image, volumes it does not mount), which workloads
  * get a reason for their 503 (not those a deployment record serves, nor suspended or ignored ones),
  * and `up`'s sayer, which logs each line once: at start, then what a reload adds or brings back.
  */
@@ -31,6 +32,7 @@ const records = [
   workload('mixed', { containers: [{ name: 'app', command: 'node', args: ['app.js'] }, { name: 'proxy', image: 'envoy:1' }] }),
   workload('mounted', { containers: [{ name: 'db', command: 'redis-server', volumes: [{ uri: 'cpln://volumeset/data', path: '/data', recoveryPolicy: 'retain' }, { uri: 'cpln://secret/conf', path: '/etc/conf' }] }] }),
   workload('runs', { containers: [{ name: 'app', command: 'node', args: ['app.js'] }] }),
+  workload('in-image', { containers: [{ name: 'db', image: 'redis:7', command: 'redis-server' }] }),
   workload('served', { containers: [{ name: 'app', image: 'api:1', ports: [{ number: 8080 }] }] }),
   workload('asleep', { containers: [{ name: 'app', image: 'api:1' }], defaultOptions: { suspend: true } }),
   workload('ignored', { containers: [{ name: 'app', image: 'api:1' }] }, { tags: { 'svc/ignore': true } }),
@@ -50,16 +52,18 @@ t.test('notRunReason: why up runs none of a workload', async (t) => {
     ['mixed', undefined],
     ['mounted', undefined],
     ['runs', undefined],
+    ['in-image', undefined],
   ];
   for (const [name, want] of cases) t.equal(notRunReason(model(name)), want, name);
   t.notOk(upRuns(model('cron'), 'svc'), 'a cron workload is not run, though it has a command');
-  t.same(planReplicas(snapshot).map((p) => p.workload.name).sort(), ['mixed', 'mounted', 'runs'], 'the plan runs the rest');
+  t.same(planReplicas(snapshot).map((p) => p.workload.name).sort(), ['in-image', 'mixed', 'mounted', 'runs'], 'the plan runs the rest');
 });
 
 t.test('partlyRunNotes: containers not run beside others, volumes not mounted', async (t) => {
   t.same(partlyRunNotes(model('mixed')), ['svcproxy up runs no image: container proxy has image envoy:1 and no command; the workload\'s other containers run']);
   t.same(partlyRunNotes(model('mounted')), ['svcproxy up mounts no volume: container db\'s /data (cpln://volumeset/data), /etc/conf (cpln://secret/conf) are not there for its process']);
-  t.same(partlyRunNotes(model('runs')), []);
+  t.same(partlyRunNotes(model('in-image')), ['svcproxy up runs container db\'s command redis-server on this machine, not in image redis:7']);
+  t.same(partlyRunNotes(model('runs')), [], 'a command and no image: run as written');
   t.same(partlyRunNotes(model('image')), [], 'a workload run not at all has its reason instead');
 });
 
@@ -80,7 +84,7 @@ t.test('up says each line once: at start, then what a reload adds or brings back
   const say = notRunSayer(logger);
   say(snapshot);
   const first = lines.length;
-  t.equal(first, 8, 'one line per workload run in part or not at all');
+  t.equal(first, 9, 'one line per workload run in part, elsewhere or not at all');
   t.ok(lines.every((l) => l.level === 40 && typeof l.workload === 'string' && l.gvc === 'g'), 'warnings with workload and gvc');
   say(snapshot);
   t.equal(lines.length, first, 'the same snapshot again: nothing');
