@@ -127,12 +127,15 @@ function usageError(message: string, command: string | undefined): number {
   return 2;
 }
 
-export function settingsFrom(flags: Flags): Settings {
+/** The settings of the flags; `gvc` (the GVC of records that name none) falls back to `defaultGvc` (the sidecar's own). */
+export function settingsFrom(flags: Flags, defaultGvc?: string): Settings {
+  const gvc = flags.gvc ?? defaultGvc;
   return {
     vendor: flags.vendor ?? defaultSettings.vendor,
     appDomain: (flags['app-domain'] ?? defaultSettings.appDomain).toLowerCase(),
     directDomain: (flags['direct-domain'] ?? defaultSettings.directDomain).toLowerCase(),
     internalDomain: (flags['internal-domain'] ?? defaultSettings.internalDomain).toLowerCase(),
+    ...(gvc === undefined || gvc === '' ? {} : { gvc }),
   };
 }
 
@@ -264,9 +267,10 @@ function meshFlags(role: 'ingress' | 'sidecar', flags: Flags): Pick<RuntimeOptio
 
 async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<number> {
   const logger = loggerFrom(flags);
-  const settings = settingsFrom(flags);
-  const prefix = `${settings.vendor.toUpperCase()}_`;
   const env = process.env;
+  const prefix = `${(flags.vendor ?? defaultSettings.vendor).toUpperCase()}_`;
+  // A sidecar's own GVC (its identity) is also the GVC of records that name none.
+  const settings = settingsFrom(flags, role === 'sidecar' ? env[`${prefix}GVC`] : undefined);
   const options: RuntimeOptions = {
     role,
     settings,
@@ -288,7 +292,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   if (role === 'ingress' && !options.location) throw new UsageError(`ingress needs --location NAME (or ${prefix}LOCATION)`);
   if (flags['listen-tls'] && !(flags['tls-cert'] && flags['tls-key'])) throw new UsageError('--listen-tls needs --tls-cert FILE and --tls-key FILE');
   if (role === 'sidecar') {
-    const gvc = flags.gvc ?? env[`${prefix}GVC`];
+    const gvc = settings.gvc;
     const workload = flags.workload ?? env[`${prefix}WORKLOAD`];
     const location = options.location;
     if (!flags.app) throw new UsageError('sidecar needs --app HOST:PORT');

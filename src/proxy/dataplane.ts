@@ -29,7 +29,7 @@ import type { ErrorCode } from '../filter/index.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN } from './filters.js';
 import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
-import { hasBody, SharedResources, type LocalReply } from '../filter/index.js';
+import { ERRORS, hasBody, SharedResources, type LocalReply } from '../filter/index.js';
 import type { Readable } from 'node:stream';
 import { DebugInfo, freshTraceparent, traceIdFor } from './debug.js';
 import type { FailureKind, RetryPolicy } from '../retry/policy.js';
@@ -105,6 +105,12 @@ export class DataPlane implements ExchangeObserver {
    * (in `location`, when fixed) is being started for it (`up`'s scaler, scale from zero).
    */
   activator: ((workload: string, location: string | undefined) => boolean) | undefined = undefined;
+  /**
+   * Asked when a request finds no replica and none to wait for: why nothing runs the workload (`up`:
+   * src/local/not-run.ts), said after `no healthy upstream: ` so clients matching the message still
+   * match; undefined: the plain answer. Off the request path: only a refused request asks.
+   */
+  notRun: ((workload: string) => string | undefined) | undefined = undefined;
   /** Requests waiting for a starting replica, per workload (see holdForStarting). */
   private readonly held = new Map<string, Set<HeldRequest>>();
   /** Each mesh caller's mTLS upstreams. */
@@ -427,6 +433,12 @@ export class DataPlane implements ExchangeObserver {
     }
   }
 
+  /** 503 `no healthy upstream`, with why nothing runs the workload when `notRun` knows. */
+  private noHealthyUpstream(workload: string): LocalReply {
+    const why = this.notRun?.(workload);
+    return why === undefined ? { code: 'NO_HEALTHY_UPSTREAM' } : { code: 'NO_HEALTHY_UPSTREAM', message: `${ERRORS.NO_HEALTHY_UPSTREAM.message}: ${why}` };
+  }
+
   /** A replica turned ready: the requests waiting for its workload (and location) are routed. */
   private wakeHeld(replica: Replica): void {
     if (!replica.ready) return;
@@ -447,7 +459,7 @@ export class DataPlane implements ExchangeObserver {
         if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
         if (this.holdForStarting(ex, table, route, tls)) return;
       }
-      return ex.reply({ code: located.code });
+      return ex.reply(located.code === 'NO_HEALTHY_UPSTREAM' ? this.noHealthyUpstream(workload.key) : { code: located.code });
     }
     const location = located;
     ex.location = location;
@@ -462,7 +474,7 @@ export class DataPlane implements ExchangeObserver {
     if (!replica) {
       if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
       if (this.holdForStarting(ex, table, route, tls)) return;
-      return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+      return ex.reply(this.noHealthyUpstream(workload.key));
     }
     // `autoscaling.maxConcurrency`: a replica takes at most that many requests at once; the rest
     // wait for one to finish (or for a new replica). An idle replica is under any cap: no lookup.

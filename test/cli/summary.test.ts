@@ -124,6 +124,16 @@ t.test('sidecar identity from variables, in the order the help states', async (t
   });
   t.same(cpln.sidecar, { workload: 'g1/api', replica: 'api-3', app: '127.0.0.1:9' });
   t.equal(cpln.location, 'loc1');
+  // Its GVC is also the GVC of records that name none (as cpln apply --gvc): two GVCs, and the
+  // workload and deployment name neither.
+  const unplaced = RECORDS.map((r) => (r.kind === 'workload' || r.kind === 'deployment' ? Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'gvc')) : r));
+  writeFileSync(path.join(dir, 'applied.json'), JSON.stringify([...unplaced, { kind: 'gvc', name: 'g2' }]));
+  const applied = await summaryOf(t, ['sidecar', '--config', path.join(dir, 'applied.json'), '--app', '127.0.0.1:9', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0'], {
+    SVC_GVC: 'g1', SVC_WORKLOAD: 'api', SVC_LOCATION: 'loc1', SVC_REPLICA: 'api-0',
+  });
+  t.same(applied.sidecar, { workload: 'g1/api', replica: 'api-0', app: '127.0.0.1:9' }, 'records without gvc are its GVC\'s');
+  const config = await (await fetch(`http://${String(applied.admin)}/config`)).json() as { records?: { kind: string; name: string; gvc?: string }[] };
+  t.same(config.records?.filter((r) => r.kind === 'workload' || r.kind === 'deployment').map((r) => r.gvc), ['g1', 'g1'], 'the configuration in force places them there');
 });
 
 t.test('sidecar: the org of its identity from SVC_ORG when the records have none (and its certificate of that org)', async (t) => {
