@@ -50,34 +50,22 @@ interface Workload {
   /** Requests a second. */
   readonly rate: number;
   /** The path of the next request. */
-  readonly path: (random: () => number) => string;
+  readonly path: () => string;
 }
 
 const WORKLOADS: readonly Workload[] = [
   { name: 'echo', rate: 20, path: () => '/hello' },
-  { name: 'api', rate: 40, path: (random) => `/v1/items/${Math.floor(random() * 1000)}` },
-  { name: 'web', rate: 15, path: (random) => `/delay?ms=${10 + Math.floor(random() ** 2 * 110)}` },
+  { name: 'api', rate: 40, path: () => `/v1/items/${Math.floor(Math.random() * 1000)}` },
+  { name: 'web', rate: 15, path: () => `/delay?ms=${10 + Math.floor(Math.random() ** 2 * 110)}` },
   {
     name: 'checkout',
     rate: 20,
-    path: (random) => {
-      const r = random();
+    path: () => {
+      const r = Math.random();
       return r < 0.06 ? '/status/503' : r < 0.07 ? '/delay?ms=3000' : '/cart';
     },
   },
 ];
-
-/** A small deterministic generator (mulberry32), so two runs send the same mix. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -133,7 +121,6 @@ async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<
 /** A steady load: every 100 ms, each workload's share of its rate, over keep-alive connections. */
 function startLoad(port: number, alias: string): { stop(): Promise<Map<string, Map<number, number>>> } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const random = prng(35);
   const counts = new Map<string, Map<number, number>>(WORKLOADS.map((w) => [w.name, new Map()]));
   const owed = new Map<string, number>(WORKLOADS.map((w) => [w.name, 0]));
   const inFlight = new Set<Promise<void>>();
@@ -144,7 +131,7 @@ function startLoad(port: number, alias: string): { stop(): Promise<Map<string, M
         byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
         resolve();
       };
-      const req = http.get({ host: '127.0.0.1', port, path: w.path(random), agent, headers: { host: `${w.name}-${alias}.app.localhost` } }, (res) => {
+      const req = http.get({ host: '127.0.0.1', port, path: w.path(), agent, headers: { host: `${w.name}-${alias}.app.localhost` } }, (res) => {
         res.resume();
         res.once('end', () => count(res.statusCode ?? 0));
         res.once('error', () => count(0));
