@@ -135,7 +135,7 @@ async function serve(
   port: number,
   handle: (path: string, send: Send, req: http.IncomingMessage, res: http.ServerResponse) => void,
   onClose?: () => void,
-): Promise<AdminServer & { readonly server: http.Server }> {
+): Promise<AdminServer> {
   const server = http.createServer((req, res) => handle((req.url ?? '/').split('?')[0]!, sender(req, res), req, res));
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
@@ -144,7 +144,6 @@ async function serve(
   });
   const addr = server.address() as AddressInfo;
   return {
-    server,
     address: { host: addr.address, port: addr.port },
     close: () =>
       new Promise<void>((resolve) => {
@@ -207,19 +206,17 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
  * `/config` shows the topology, stays on loopback.
  */
 export async function startStatus(host: string, port: number, ready: () => boolean): Promise<AdminServer> {
-  const { address, close } = await serve(host, port, (path, send) => {
+  return serve(host, port, (path, send) => {
     if (!probe(path, ready, send)) notFound(send);
   });
-  return { address, close };
 }
 
 /** The metrics listener (`--metrics`): `/metrics` only, as the admin answers it; 404 elsewhere (Istio's 15090). */
 export async function startMetrics(host: string, port: number, metrics: MetricsSource): Promise<AdminServer> {
-  const { address, close } = await serve(host, port, (path, send) => {
+  return serve(host, port, (path, send) => {
     if (path === '/metrics') sendMetrics(metrics, send);
     else notFound(send);
   });
-  return { address, close };
 }
 
 /** Where the admin, status and metrics listeners bind; an absent one is not started. */
