@@ -228,6 +228,8 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     ...(flags['tls-cert'] && flags['tls-key'] ? { tls: { certFile: flags['tls-cert'], keyFile: flags['tls-key'], ...(flags['tls-client-ca'] ? { clientCaFile: flags['tls-client-ca'] } : {}) } } : {}),
     ...(flags['extauth-ca'] ? { extAuthCaFile: flags['extauth-ca'] } : {}),
     admin: flags.admin ?? '127.0.0.1:9901',
+    ...(flags.status ? { status: flags.status } : {}),
+    ...(flags.metrics ? { metrics: flags.metrics } : {}),
     api: flags.api !== undefined ? { address: flags.api } : { address: DEFAULT_API_ADDRESS, optional: true },
     logger,
     logDir: flags['log-dir'] ?? DEFAULT_LOG_DIR,
@@ -256,6 +258,8 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     lines.push(`  admin        http://${formatHostPort(runtime.admin.address)}  (/healthz /ready /metrics /config /workloads)`);
     lines.push(`  dashboard    http://${formatHostPort(runtime.admin.address)}/`);
   }
+  if (runtime.statusListener) lines.push(`  status       http://${formatHostPort(runtime.statusListener.address)}  (/healthz /ready)`);
+  if (runtime.metricsListener) lines.push(`  metrics      http://${formatHostPort(runtime.metricsListener.address)}  (/metrics)`);
   if (up.api.url) {
     lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
     lines.push(`  operator key ${up.operatorKeyFile}  (an org administrator at the api; mode 0600)`);

@@ -75,6 +75,7 @@ export function workload(input: WorkloadInput, alias = 'abcdefghijklm'): Workloa
     locationOptions,
     globallySuspended: defaults.suspend || defaults.maxScale === 0,
     timeoutMs: 5000,
+    timeoutSource: 'the default',
     replicaDirect: false,
     publishNotReadyAddresses: false,
     retryPolicy: { attempts: 2, retryOn: [] },
