@@ -27,8 +27,11 @@ export const OPTIONS = {
   'mesh-ca': { type: 'string' },
   'mesh-cert-ttl': { type: 'string' },
   admin: { type: 'string' },
+  status: { type: 'string' },
+  metrics: { type: 'string' },
   api: { type: 'string' },
   location: { type: 'string' },
+  org: { type: 'string' },
   app: { type: 'string' },
   gvc: { type: 'string' },
   workload: { type: 'string' },
@@ -139,6 +142,12 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
     value: 'HOST:PORT', about: 'admin listener: /healthz /ready /metrics /config', default: '127.0.0.1:9901', commands: [...PROXIES, 'ratelimit'],
     per: { up: { about: 'admin listener: /healthz /ready /metrics /config /workloads' }, ratelimit: { default: 'none (no admin listener)' } },
   },
+  status: {
+    value: 'HOST:PORT', about: 'status listener: /healthz /ready only, for a cluster\'s probes while --admin stays on loopback (Istio: 15021)', default: 'none', commands: [...PROXIES, 'ratelimit'],
+  },
+  metrics: {
+    value: 'HOST:PORT', about: 'metrics listener: /metrics only, for Prometheus while --admin stays on loopback (Istio: 15090)', default: 'none', commands: [...PROXIES, 'ratelimit'],
+  },
   api: {
     value: 'HOST:PORT', about: 'the platform API for callers outside every workload (replicas reach it as SVC_ENDPOINT through their own proxy)', default: '127.0.0.1:15080', commands: ['up'],
   },
@@ -149,8 +158,17 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
       explain: { about: 'explain as the router of this location sees it (0 ms away; other latencies are not probed)' },
     },
   },
+  org: {
+    value: 'ORG', about: 'the org of this process\'s identity (spiffe://ORG/...) when the records have no org record; another than theirs is refused', commands: ROLES,
+  },
   app: { value: 'HOST:PORT', about: 'the app this sidecar forwards to', commands: ['sidecar'] },
-  gvc: { value: 'G', about: 'the GVC of this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload\'s GVC (needed when it has logs in several)' } } },
+  gvc: {
+    value: 'G', about: 'the GVC of records that name none, as cpln apply --gvc (without it: the records\' only GVC)', commands: [...RECORD_READERS, 'logs'],
+    per: {
+      sidecar: { about: 'the GVC of this sidecar\'s workload (required here or from a variable), and of records that name none' },
+      logs: { about: 'the workload\'s GVC (needed when it has logs in several)' },
+    },
+  },
   workload: { value: 'W', about: 'this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload whose logs to show' } } },
   replica: { value: 'R', about: 'this replica\'s name (logs, metrics, the replica host name)', commands: ['sidecar', 'logs'], per: { logs: { about: 'only this replica\'s lines' } } },
   redis: { value: 'URL', about: 'share the counters through Redis (redis://[:PASSWORD@]HOST:PORT[/DB])', default: 'in-memory counters', commands: ['ratelimit'] },

@@ -11,12 +11,12 @@
 import { createHash } from 'node:crypto';
 import { sortedJson } from './canonical.js';
 import { workloadGvc, type RawRecord } from './records.js';
+/** Kinds addressed under a GVC (`/org/O/gvc/G/KIND/NAME`) are keyed `kind/gvc/name`. */
+import { GVC_SCOPED } from './links.js';
 
 /** The read-only members the platform sets on every record; not part of its content. */
 export const BOOKKEEPING: readonly string[] = ['id', 'version', 'created', 'lastModified'];
 
-/** Kinds addressed under a GVC (`/org/O/gvc/G/KIND/NAME`), keyed `kind/gvc/name`. */
-export const GVC_SCOPED_KINDS: ReadonlySet<string> = new Set(['workload', 'identity', 'volumeset', 'deployment']);
 
 export interface RecordMeta {
   readonly id: string;
@@ -35,7 +35,7 @@ export function keyOf(kind: string, name: string, gvc?: string): string {
 export function recordKey(record: RawRecord): string | undefined {
   const { kind, name } = record;
   if (typeof kind !== 'string' || kind === '' || typeof name !== 'string' || name === '') return undefined;
-  if (!GVC_SCOPED_KINDS.has(kind)) return keyOf(kind, name);
+  if (!GVC_SCOPED.has(kind)) return keyOf(kind, name);
   const gvc = workloadGvc(record);
   return gvc === undefined ? undefined : keyOf(kind, name, gvc);
 }

@@ -29,6 +29,7 @@ import { existsSync, type FSWatcher } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
+import { asApplied } from './applied.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
@@ -51,6 +52,12 @@ export interface ConfigStoreOptions {
   readonly now?: () => number;
   /** Where the API's changes and the records' meta are kept between runs; default: in memory only. */
   readonly state?: RecordState;
+  /**
+   * What the process itself cannot take, beyond validation (an ingress's `--org` against a new org
+   * record): a reload or a write whose snapshot it names a reason for is rejected with that reason.
+   * Not asked of the first load (the caller checks that one and stops).
+   */
+  readonly refuse?: (snapshot: Snapshot) => string | undefined;
 }
 
 /** What a write does to its record: put this content (create or replace), or delete it. */
@@ -208,7 +215,7 @@ export class ConfigStore extends EventEmitter<Events> {
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
-    const result = await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId });
+    const result = refused(await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
     if (!result.ok) return result;
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
@@ -233,6 +240,7 @@ export class ConfigStore extends EventEmitter<Events> {
         };
       }
     }
+    result = refused(result, this.options);
     if (!result.ok) {
       this.errors = Object.freeze([...result.errors]);
       this.errorAt = new Date(this.now());
@@ -326,20 +334,34 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 }
 
+/** `result`, or its rejection when `options.refuse` names a reason against its snapshot. */
+function refused<R extends Composed | LoadResult>(result: R, options: ConfigStoreOptions): R | (LoadResult & { ok: false }) {
+  const reason = result.ok ? options.refuse?.(result.snapshot) : undefined;
+  return reason === undefined || !result.ok ? result : { ok: false, errors: [reason], warnings: [...result.snapshot.warnings] };
+}
+
 /** The base records read: files and `options.records`. */
 type Read =
   | { readonly ok: true; readonly base: readonly SourcedRecord[]; readonly perFile: ReadonlyMap<string, number>; readonly baseHash: ReadonlyMap<string, string> }
   | (LoadResult & { ok: false });
 
+/**
+ * The records of the files and `options.records`, each GVC-scoped one that names no GVC placed in the
+ * default one (applied.ts) before it is keyed: the API and the record state know it in its GVC.
+ */
 async function readBase(options: ConfigStoreOptions): Promise<Read> {
+  const gvc = options.settings?.gvc;
   const inline = toSourced(options.records ?? []);
   try {
-    if (!options.paths || options.paths.length === 0) return { ok: true, base: inline, perFile: new Map(), baseHash: baseHashes(inline) };
+    if (!options.paths || options.paths.length === 0) {
+      const base = asApplied(inline, gvc);
+      return { ok: true, base, perFile: new Map(), baseHash: baseHashes(base) };
+    }
     const read = await readRecords(options.paths);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
-    const base = [...read.records, ...inline];
+    const base = asApplied([...read.records, ...inline], gvc);
     return { ok: true, base, perFile, baseHash: baseHashes(base) };
   } catch (e) {
     // The pipeline answers invalid input with errors; an exception is a bug in it. A running process

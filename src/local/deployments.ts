@@ -8,7 +8,7 @@
  * (the latest, as scaling changes bump the record but not the hash). The current version is ready
  * when as many of its replicas are ready as the location wants (none wanted, scaled to zero: ready);
  * replicas `up` does not run (`deployment` records) are ready when one is. A workload `up` runs no
- * process for (no container has a `command`) is never ready, and says why. Pure apart from the
+ * process for (no container has a `command`) is never ready, and says why (not-run.ts). Pure apart from the
  * book's memory; never throws.
  */
 import type { Snapshot, WorkloadModel } from '../config/model.js';
@@ -18,11 +18,10 @@ import type { Health } from './health.js';
 import { findWorkloadRecord, replicaCount, upRuns, versionOf, type DesiredReplicas } from './plan.js';
 import type { UpReplicaState } from './supervisor.js';
 import { workloadStatuses } from './workloads.js';
+import { notRunReason } from './not-run.js';
 
 /** Hashes remembered per workload (older ones are forgotten: their replicas are long replaced). */
 const BOOK_DEPTH = 16;
-
-export const NO_PROCESS_MESSAGE = 'svcproxy up runs no container image: give a container a command, or list its replicas in a deployment record';
 
 /** Which record `version` each `<VENDOR>_WORKLOAD_VERSION` stood for, per workload key. */
 export class VersionBook {
@@ -140,9 +139,10 @@ export function deploymentStatuses(input: DeploymentInput, key: string): Deploym
     const current = versions.find((v) => v.workload === version)!;
     const ready = row.health === 'Healthy';
     const external = !runs && row.replicas > 0;
-    const message = !runs && !external
-      ? NO_PROCESS_MESSAGE
-      : `${row.health}: ${row.ready}/${wanted ?? row.replicas} replicas ready`;
+    // Why nothing answers (not-run.ts, as the 503 and `/workloads` say it), unless replicas up does
+    // not run answer for it.
+    const reason = external ? undefined : notRunReason(workload);
+    const message = reason ?? `${row.health}: ${row.ready}/${wanted ?? row.replicas} replicas ready`;
     out.push({
       location,
       health: row.health,

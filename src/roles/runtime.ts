@@ -8,10 +8,11 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { DeploymentReplicaModel, ProbeModel, Settings, Snapshot } from '../config/model.js';
-import { ConfigStore } from '../config/index.js';
+import { ConfigStore, type ConfigStoreOptions } from '../config/index.js';
+import { orgConflict, placeProblem } from './place.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
-import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { adminAddresses, redact, startAdminListeners, type AdminListeners, type AdminServer } from '../admin/server.js';
 import { processSource } from '../admin/dashboard-sources.js';
 import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane } from '../proxy/dataplane.js';
@@ -57,9 +58,15 @@ export interface RuntimeOptions {
   readonly meshCredentials?: CredentialSource;
   /** `host:port` of the admin listener; undefined: none. */
   readonly admin?: string;
+  /** `host:port` of the status listener (`--status`: `/healthz`, `/ready` only); undefined: none. */
+  readonly status?: string;
+  /** `host:port` of the metrics listener (`--metrics`: `/metrics` only); undefined: none. */
+  readonly metrics?: string;
   readonly logger: Logger;
-  /** The location this ingress or sidecar serves. */
+  /** The location this ingress or sidecar serves (one of the configuration's, when it has any). */
   readonly location?: string;
+  /** `--org`: the org of the identity when the records have no org record; never another than theirs (src/roles/place.ts). */
+  readonly org?: string;
   /** A standalone sidecar's identity (role `sidecar`). */
   readonly sidecar?: Omit<SidecarIdentity, 'app'> & { readonly app: string };
   readonly watch?: boolean;
@@ -84,6 +91,18 @@ export interface RuntimeOptions {
   readonly worker?: string;
   /** `--dns-server HOST:PORT`: the servers asked for deployment replicas named by DNS; absent: the system's. */
   readonly dnsServers?: readonly string[];
+}
+
+/** The store a role reads its configuration with (a `--workers` primary's too). */
+export function storeOptions(opts: RuntimeOptions): ConfigStoreOptions {
+  const { org } = opts;
+  return {
+    ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
+    ...(opts.records ? { records: opts.records } : {}),
+    settings: opts.settings,
+    logger: opts.logger.child({ component: 'config' }),
+    ...(org !== undefined ? { refuse: (snapshot: Snapshot) => orgConflict(org, snapshot) } : {}),
+  };
 }
 
 /**
@@ -125,6 +144,11 @@ export class Runtime {
   readonly meshListeners: Listener[] = [];
   readonly meshInboundListeners: Listener[] = [];
   admin: AdminServer | undefined;
+  /** The `--status` listener (`/healthz`, `/ready`), when asked for. */
+  statusListener: AdminServer | undefined;
+  /** The `--metrics` listener (`/metrics`), when asked for. */
+  metricsListener: AdminServer | undefined;
+  private adminListeners: AdminListeners | undefined;
   /** This process's mesh identity, when it has one. */
   meshCredentials: CredentialSource | undefined;
   /** Its mTLS client (calls through its mesh listeners). */
@@ -167,12 +191,12 @@ export class Runtime {
       random: opts.deps?.random ?? Math.random,
       logger: opts.deps?.logger ?? opts.logger,
     };
-    const store = opts.store ?? await ConfigStore.open({
-      ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
-      ...(opts.records ? { records: opts.records } : {}),
-      settings: opts.settings,
-      logger: opts.logger.child({ component: 'config' }),
-    });
+    const store = opts.store ?? await ConfigStore.open(storeOptions(opts));
+    const problem = placeProblem(opts, store.current);
+    if (problem !== undefined) {
+      if (!opts.store) store.close();
+      throw new UsageError(problem);
+    }
     let runtime: Runtime | undefined;
     const metrics = new Metrics({
       defaultMetrics: true,
@@ -198,6 +222,7 @@ export class Runtime {
       // have no sidecar of their own: then every workload's chain is built.
       ...(onlyWorkload !== undefined ? { sidecarOf: onlyWorkload } : {}),
       ...(maxHeld !== undefined ? { maxHeldPerWorkload: maxHeld } : {}),
+      ...(opts.org !== undefined ? { org: opts.org } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {
@@ -433,15 +458,15 @@ export class Runtime {
       (spec.mesh ? this.meshListeners : this.listeners).push(listener);
     }
     for (const address of opts.meshInbound ?? []) await this.bindMeshInbound(address);
-    if (opts.admin) {
-      const { host, port } = parseHostPort(opts.admin);
-      this.admin = await startAdmin(host, port, this.metrics, {
-        ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
-        config: () => this.configDump(),
-        workloads: () => this.workloads(),
-        dashboard: processSource({ role: opts.role, metrics: this.metrics, store: this.store, replicas: this.replicas, clock: this.deps.clock, workloads: () => this.workloads() }),
-      });
-    }
+    this.adminListeners = await startAdminListeners(adminAddresses(opts), this.metrics, {
+      ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
+      config: () => this.configDump(),
+      workloads: () => this.workloads(),
+      dashboard: processSource({ role: opts.role, metrics: this.metrics, store: this.store, replicas: this.replicas, clock: this.deps.clock, workloads: () => this.workloads() }),
+    });
+    this.admin = this.adminListeners.admin;
+    this.statusListener = this.adminListeners.status;
+    this.metricsListener = this.adminListeners.metrics;
     this.listening = true;
   }
 
@@ -556,7 +581,7 @@ export class Runtime {
     this.overload?.stop();
     this.store.close();
     await this.dataplane.close();
-    await this.admin?.close();
+    await this.adminListeners?.close();
   }
 }
 

@@ -1,12 +1,12 @@
 /**
  * The start-up summary of `svcproxy ingress` and `svcproxy sidecar` (said by src/summary.ts): role,
- * location, every listener, admin, the configuration's paths and what they hold, the sidecar's
+ * location, org, every listener, admin, the configuration's paths and what they hold, the sidecar's
  * identity and app, the mesh identity, the worker count. Read from what the Runtime already exposes
  * after it started (its bound listeners, store and mesh client), so nothing here runs again later.
  */
 import { formatHostPort } from '../address.js';
 import type { Snapshot } from '../config/model.js';
-import { count, type StartSummary } from '../summary.js';
+import { count, probeRows, type StartSummary } from '../summary.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 
 /** What the configuration holds, for the summary. */
@@ -25,11 +25,16 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
     ...runtime.meshInboundListeners.map((l) => ({ address: formatHostPort(l.address), kind: 'mesh-mtls' })),
   ];
   const admin = runtime.admin ? formatHostPort(runtime.admin.address) : undefined;
+  const status = runtime.statusListener ? formatHostPort(runtime.statusListener.address) : undefined;
+  const metrics = runtime.metricsListener ? formatHostPort(runtime.metricsListener.address) : undefined;
   const identity = runtime.meshTls?.uri;
   const sidecar = options.sidecar;
   const paths = options.configPaths ?? [];
+  // The org of the identities, when something names one (the records, or --org); else none is shown.
+  const org = runtime.store.current.org !== undefined || options.org !== undefined ? runtime.dataplane.org : undefined;
   const rows: [string, string][] = [];
   if (options.location !== undefined) rows.push(['location', options.location]);
+  if (org !== undefined) rows.push(['org', org]);
   if (sidecar) rows.push(['workload', `${sidecar.workload}  replica ${sidecar.replica}  app ${sidecar.app}`]);
   for (const l of listeners) {
     if (l.kind === 'mesh') rows.push(['mesh', `http://${l.address}  (outbound: internal names, siblings, egress)`]);
@@ -38,6 +43,7 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
   }
   if (identity !== undefined) rows.push(['identity', identity]);
   if (admin !== undefined) rows.push(['admin', `http://${admin}  (/healthz /ready /metrics /config)`]);
+  rows.push(...probeRows(status, metrics));
   rows.push([
     'config',
     `${paths.join(', ')}  (${count(counts.records, 'record')}: ${count(counts.workloads, 'workload')}, ${count(counts.gvcs, 'gvc')}, ${count(counts.domains, 'domain')}, ${count(counts.deploymentReplicas, 'deployment replica')})`,
@@ -49,12 +55,16 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
     fields: {
       role,
       ...(options.location !== undefined ? { location: options.location } : {}),
+      ...(org !== undefined ? { org } : {}),
       ...(sidecar ? { sidecar: { workload: sidecar.workload, replica: sidecar.replica, app: sidecar.app } } : {}),
       listeners,
       ...(admin !== undefined ? { admin } : {}),
+      ...(status !== undefined ? { status } : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
       ...(identity !== undefined ? { identity } : {}),
       config: { paths, ...counts },
       workers,
     },
   };
 }
+

@@ -159,3 +159,31 @@ t.test('API changes that no longer fit the files: up does not start, and says wh
     `${stateDir}: the errors above that name this folder are about changes made through the API and kept there; change the files to fit them, or move the folder away to start without them`,
   ] });
 });
+
+t.test('a file\'s workload that names no GVC is known in its GVC (the --gvc flag, or the only GVC): keyed, written, kept', async (t) => {
+  const dir = await tempDir(t, 'svcproxy-store-');
+  const file = join(dir, 'records.json');
+  const workload = (description: string): RawRecord => ({
+    kind: 'workload', name: 'w', description,
+    spec: { type: 'standard', containers: [{ name: 'app', image: 'nginx', ports: [{ number: 80, protocol: 'http' }] }] },
+  });
+  const W = keyOf('workload', 'w', 'g1');
+  for (const settings of [undefined, { vendor: 'svc', appDomain: 'app.localhost', directDomain: 'direct.localhost', internalDomain: 'internal.localhost', gvc: 'g1' }]) {
+    const gvcs = settings === undefined ? [gvc('g1')] : [gvc('g1'), gvc('g2')];
+    const stateDir = join(dir, settings === undefined ? 'state-only' : 'state-flag');
+    await writeFile(file, JSON.stringify([ORG, LOC, ...gvcs, workload('from the file')]));
+    const open = async (): Promise<ConfigStore> => ConfigStore.open({ paths: [file], logger: silentLogger(), state: await FolderRecordState.open(stateDir), ...(settings ? { settings } : {}) });
+    let store = await open();
+    t.match(store.record(W), { version: 1, gvc: 'g1', description: 'from the file' }, settings ? 'by --gvc' : 'the only GVC');
+    const written = await store.write(W, (current) => ({ put: { ...current!, description: 'from the API' } }));
+    t.ok(written.ok);
+    store.close();
+    store = await open();
+    t.match(store.record(W), { version: 2, description: 'from the API' }, 'the API\'s change to it kept across a restart');
+    // The file's version of it changes later: the file's applies.
+    await writeFile(file, JSON.stringify([ORG, LOC, ...gvcs, workload('edited in the file')]));
+    t.equal(await store.reload(), true);
+    t.match(store.record(W), { version: 3, description: 'edited in the file' });
+    store.close();
+  }
+});

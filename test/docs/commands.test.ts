@@ -10,9 +10,9 @@
  *
  * What is changed before a command runs (nothing else is):
  * - the program is `node bin/svcproxy.js` however it is written (`svcproxy`, `npx svcproxy`);
- * - `--listen`, `--listen-tls`, `--admin`, `--mesh`, `--mesh-inbound` addresses become free loopback
- *   ports, and a role without `--listen`, `--admin` (or, for `up`, `--mesh`) gets one, so that its
- *   defaults cannot collide and its admin `/ready` can be asked;
+ * - `--listen`, `--listen-tls`, `--admin`, `--status`, `--metrics`, `--mesh`, `--mesh-inbound`
+ *   addresses become free loopback ports, and a role without `--listen`, `--admin` (or, for `up`,
+ *   `--mesh`) gets one, so that its defaults cannot collide and its admin `/ready` can be asked;
  * - a `--config` path that exists in the repository is used as it is (from the repository's root);
  *   any other (`/etc/svcproxy`) is a temporary folder of real records naming the org, location, GVC
  *   and workloads the docs use (acme, aws-us-east-2, shop, web, api); for `ratelimit` it is a file
@@ -42,8 +42,12 @@ import { ROOT, commandsIn, docFiles, proseFlags, synopsisArgs, type DocCommand }
 /** Flags of other programs that the prose names, each with its program. */
 const FOREIGN: Record<string, string> = {
   only: 'npm run bench',
+  http2: 'curl',
+  prop: 'cpln (the platform\'s CLI: cpln location query --prop ~TEXT)',
   rounds: 'npm run bench',
   root: 'node bench/dist/instructions.js',
+  seconds: 'npm run dashboard-picture',
+  out: 'npm run dashboard-picture',
   'single-threaded': 'valgrind',
   ready: 'cpln apply',
   set: 'cpln workload update',
@@ -89,6 +93,30 @@ t.test('every option is documented in docs/, and every --flag in the prose is an
   t.same(undocumented, [], 'every option of src/flags.ts is written as --NAME somewhere in docs/');
   const unknown = docFiles().flatMap(proseFlags).filter(({ flag }) => !(flag in OPTIONS) && !(flag in FOREIGN));
   t.same(unknown.map(({ flag, where }) => `${where}: --${flag}`), [], 'every --flag in the prose is an option of svcproxy (or listed in FOREIGN)');
+});
+
+t.test('docs/commands.md\'s table of the flags each command reads is the program\'s (FLAG_HELP)', async (t) => {
+  const text = readFileSync(path.join(ROOT, 'docs/commands.md'), 'utf8');
+  const section = text.split('Which command reads which flags')[1]?.split('\nExit codes')[0] ?? '';
+  // The table's shorthands: "the limits", "as `ingress`, plus ...", and what the sentence above it
+  // says every record reader and every command reads.
+  const limits = ['headers-timeout', 'idle-timeout', 'max-connections', 'max-requests-per-connection', 'max-concurrent-streams', 'max-event-loop-delay'];
+  const implicit = new Set(['log-level', 'verbose', 'debug', 'help', 'app-domain', 'direct-domain', 'internal-domain', 'vendor']);
+  const rows = new Map<string, Set<string>>();
+  for (const line of section.split('\n')) {
+    const m = /^\| `([a-z]+)` \| (.*) \|$/.exec(line);
+    if (!m) continue;
+    const flags = [...m[2]!.matchAll(/--([a-z-]+)/g)].map((x) => x[1]!);
+    if (m[2]!.includes('the limits')) flags.push(...limits);
+    const as = /^as `([a-z]+)`/.exec(m[2]!)?.[1];
+    if (as !== undefined) flags.push(...(rows.get(as) ?? []));
+    rows.set(m[1]!, new Set(flags));
+  }
+  for (const command of flagsModule.COMMANDS) {
+    const listedHere = [...(rows.get(command) ?? [])].sort();
+    const takes = flagsModule.flagsOf(command).filter((f) => !implicit.has(f)).sort();
+    t.same(listedHere, takes, `${command}: the flags the table lists are the ones it takes`);
+  }
 });
 
 /** The records a `--config /etc/svcproxy` stands for. */
@@ -140,7 +168,7 @@ async function prepare(c: DocCommand, work: string, cleanups: (() => void)[]): P
   let tls: ReturnType<typeof testCert> | undefined;
   for (let i = 0; i < args.length - 1; i++) {
     const flag = args[i]!;
-    if (['--listen', '--listen-tls', '--admin', '--mesh', '--mesh-inbound'].includes(flag)) args[i + 1] = await address();
+    if (['--listen', '--listen-tls', '--admin', '--status', '--metrics', '--mesh', '--mesh-inbound'].includes(flag)) args[i + 1] = await address();
     else if (flag === '--config' || flag === '-c') {
       const given = path.resolve(ROOT, args[i + 1]!);
       if (command === 'ratelimit') {

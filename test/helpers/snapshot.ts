@@ -173,6 +173,7 @@ function container(c: ContainerInput, i: number): ContainerModel {
     args: c.args ?? [],
     env: Object.entries(c.env ?? {}).map(([name, value]) => ({ name, value })),
     ports: (c.ports ?? []).map(port),
+    volumes: [],
     readinessProbe: c.readinessProbe,
     livenessProbe: c.livenessProbe,
   });
@@ -263,6 +264,7 @@ export function buildSnapshot(input: SnapshotInput = {}): Snapshot {
         locationOptions,
         globallySuspended: defaultOptions.suspend || defaultOptions.maxScale === 0,
         timeoutMs: w.timeoutMs ?? (override !== undefined ? Number(override) : defaultOptions.timeoutSeconds) * 1000,
+        timeoutSource: w.timeoutMs !== undefined ? 'test' : override !== undefined ? `tag ${vendor}/timeoutSecondsOverride` : 'spec.defaultOptions.timeoutSeconds',
         replicaDirect: w.replicaDirect ?? false,
         publishNotReadyAddresses: w.publishNotReadyAddresses ?? tags[`${vendor}/publishNotReadyAddresses`] === 'true',
         retryPolicy: Object.freeze({

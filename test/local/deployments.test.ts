@@ -10,7 +10,7 @@ import t from 'tap';
 import { compileRecords } from '../../src/config/snapshot.js';
 import type { Snapshot } from '../../src/config/model.js';
 import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
-import { NO_PROCESS_MESSAGE, VersionBook, deploymentStatuses, workloadReadiness } from '../../src/local/deployments.js';
+import { VersionBook, deploymentStatuses, workloadReadiness } from '../../src/local/deployments.js';
 import { versionOf } from '../../src/local/plan.js';
 import type { UpReplicaState } from '../../src/local/supervisor.js';
 
@@ -88,8 +88,9 @@ t.test('scale to zero, nothing to run, suspended locations', async (t) => {
   t.same(workloadReadiness(zero.workloads.get('g/w')!, d0), { ready: true, readyLatest: true });
 
   const image = snapshotOf(1, { containers: [{ name: 'main', image: 'nginx', ports: [{ number: 80 }] }] });
+  const NO_IMAGE = 'svcproxy up runs no image (container main has image nginx and no command)';
   const di = deploymentStatuses({ snapshot: image, registry, up: [], book, nowMs: 0 }, 'g/w');
-  t.same(di.map((x) => [x.ready, x.currentReady, x.message]), [[false, false, NO_PROCESS_MESSAGE], [false, false, NO_PROCESS_MESSAGE]]);
+  t.same(di.map((x) => [x.ready, x.currentReady, x.message]), [[false, false, NO_IMAGE], [false, false, NO_IMAGE]], 'the reason up says everywhere (not-run.ts)');
   t.same(workloadReadiness(image.workloads.get('g/w')!, di), { ready: false, readyLatest: false });
 
   const suspended = snapshotOf(1, { containers: [container('x')], localOptions: [{ location: 'loc2', suspend: true }] });

@@ -10,7 +10,8 @@
  */
 import type { Snapshot } from '../../config/model.js';
 import { workloadGvc, type RawRecord } from '../../config/records.js';
-import { GVC_SCOPED_KINDS, stableId } from '../../config/record-meta.js';
+import { stableId } from '../../config/record-meta.js';
+import { GVC_SCOPED } from '../../config/links.js';
 
 export { stableId };
 
@@ -45,8 +46,8 @@ export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
     const kind = record.kind;
     if (typeof kind !== 'string' || typeof record.name !== 'string') continue;
     if (kind === 'org') orgRecord = record;
-    const gvc = GVC_SCOPED_KINDS.has(kind) ? workloadGvc(record) : undefined;
-    if (GVC_SCOPED_KINDS.has(kind) && gvc === undefined) continue;
+    const gvc = GVC_SCOPED.has(kind) ? workloadGvc(record) : undefined;
+    if (GVC_SCOPED.has(kind) && gvc === undefined) continue;
     const key = gvc === undefined ? record.name : `${gvc}/${record.name}`;
     let map = byKind.get(kind);
     if (!map) byKind.set(kind, (map = new Map()));
