@@ -20,6 +20,10 @@ import { request, waitFor } from '../helpers/harness.js';
 import { NODE, captureLogger, tempDir } from '../mesh/fixtures.js';
 import { cpln, type CplnResult } from '../helpers/cpln.js';
 
+// About 33 runs of cpln (a second of CPU each) and one apply --ready (it polls every 5 s): well past
+// tap's two minutes on a machine with a core kept busy.
+t.setTimeout(300_000);
+
 const SECRET_VALUE = 'TOPSECRET-cp-4b1e9';
 
 function echoWorkload(name: string, spec: Record<string, unknown> = {}): Record<string, unknown> {

@@ -16,7 +16,6 @@ import { isLocalToken } from '../env.js';
 import { isOperatorKey } from './operator-key.js';
 import { ApiError } from './errors.js';
 import type { RawRecord } from '../../config/records.js';
-import type { Action } from './kinds.js';
 
 /** The replica whose outbound listener took the request; absent: outside every workload. */
 export interface ApiCaller {
@@ -65,8 +64,8 @@ export function authenticate(authorization: string | undefined, caller: ApiCalle
   throw new ApiError('invalid_token', 'the token is neither the operator key (.svcproxy/api-token) nor a workload token of this svcproxy up');
 }
 
-/** What a request asks to do: read its org (granted without an identity), or anything else. */
-export type { Action };
+/** What a route asks to do: read its org (granted without an identity), read, write, reveal a secret. */
+export type Action = 'read-org' | 'read' | 'write' | 'reveal';
 
 /** Throws 403 `permission_denied` unless `principal` may do `action` (see the module comment). */
 export function mayDo(principal: Principal, action: Action, workloadRecord: (key: string) => RawRecord | undefined): void {

@@ -11,21 +11,14 @@
  */
 import type { LineCounter } from 'yaml';
 import { ApiError } from './errors.js';
-import type { ApiRequest } from './handler.js';
+import type { ApiRequest, BodyLimits } from './context.js';
 import { jsonErrorOffset } from '../../config/json-error.js';
 import { lineAt } from '../../config/load.js';
 import { jsonMessage, yamlMessage } from '../../config/parser-message.js';
 import { yamlLib } from '../../yaml-lib.js';
-import type { Clock } from '../../deps.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
-
-export interface BodyLimits {
-  readonly maxBytes: number;
-  readonly timeoutMs: number;
-  readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
-}
 
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
 

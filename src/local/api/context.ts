@@ -6,10 +6,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Logger } from 'pino';
+import type { Clock } from '../../deps.js';
 import type { ConfigStore } from '../../config/store.js';
 import type { Snapshot } from '../../config/model.js';
 import type { DeploymentStatus } from '../deployments.js';
-import type { BodyLimits } from './body.js';
 import type { Principal } from './auth.js';
 import type { RecordIndex } from './views.js';
 
@@ -36,6 +36,13 @@ export interface ApiDeps {
   /** Items in a page of a list unless the request says `limit`. */
   readonly pageSize: number;
   readonly body: BodyLimits;
+}
+
+/** How a request body is read (body.ts): its size and time limits. */
+export interface BodyLimits {
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+  readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
 /** What a handler answers: a status, a JSON body (none for 204), headers. */

@@ -14,12 +14,11 @@ import { internalHostFor, locationHostFor } from '../../routing/hosts.js';
 import { stableId } from '../../config/record-meta.js';
 import { workloadReadiness, type DeploymentStatus } from '../deployments.js';
 import type { Answer, ApiContext } from './context.js';
+import type { Action } from './auth.js';
 import { ApiError } from './errors.js';
 import { quotaRows, quotaView } from './quota.js';
 import { gvcView, recordView, selfLink, type Link } from './views.js';
 
-/** What a route asks to do (auth.ts `mayDo`). */
-export type Action = 'read-org' | 'read' | 'write' | 'reveal';
 
 export type CollectionVerb = 'GET' | 'POST' | 'PUT';
 export type ItemVerb = 'GET' | 'PUT' | 'PATCH' | 'DELETE';

@@ -8,7 +8,8 @@
  */
 import FindMyWay from 'find-my-way';
 import type { Answer, ApiContext } from './context.js';
-import { KINDS, type Action, type KindRow } from './kinds.js';
+import { KINDS, type KindRow } from './kinds.js';
+import type { Action } from './auth.js';
 import { deleteRecord, getItem, listRecords, patchRecord, putRecord, itemOf } from './writes.js';
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
