@@ -1,0 +1,131 @@
+/**
+ * The command-line client's entry (DESIGN §14): `svcproxy rest ...` (and `svcproxy help rest`),
+ * started by bin/svcproxy.js before the data plane is loaded. Parses the command line (args.ts), opens
+ * the session (session.ts), runs the command and reports: exit 0; 1 when the API refuses (its error
+ * body on stderr, as the platform CLI prints it, then a hint line when there is one), cannot be
+ * reached, or something else fails (`svcproxy: MESSAGE`); 2 for a usage error (`svcproxy: MESSAGE` and
+ * a hint to the command's help; the platform CLI exits 127 with its help). The streams, the clock and
+ * the environment come in through `io`, so tests run commands in process.
+ */
+import { parseClientArgs, UsageError, type ClientArgs } from './args.js';
+import { ClientError, type ClientContext, type ClientIo } from './context.js';
+import { failureHint, failureText } from './errors.js';
+import { NamesError } from './format/index.js';
+import { restHelp } from './help.js';
+import { ApiClient, HttpFailure, Unreachable } from './http.js';
+import { REST_VERBS, restCommand, runRest, type RestVerb } from './rest.js';
+import { openSession, SessionError, type Session } from './session.js';
+import { closest } from '../config/suggest.js';
+
+export type { ClientIo } from './context.js';
+
+/** The process's own streams, clock and environment. */
+export function processIo(): ClientIo {
+  return {
+    env: process.env,
+    cwd: process.cwd(),
+    stdout: process.stdout,
+    stderr: process.stderr,
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    now: () => new Date(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    random: Math.random,
+  };
+}
+
+function usage(io: ClientIo, message: string, command = 'rest'): number {
+  io.stderr.write(`svcproxy: ${message}\nrun "svcproxy ${command} --help" for usage\n`);
+  return 2;
+}
+
+/** `-v`: where each setting came from (the token itself never). */
+function describe(session: Session): string {
+  const s = session.sources;
+  const lines = [
+    session.profile ? `profile ${session.profile.name} (${session.profile.source === 'variable' ? `${session.prefix}PROFILE` : session.profile.source})` : 'no profile',
+    `endpoint ${session.endpoint} (${s.endpoint === 'default' && session.local ? 'the local up' : s.endpoint})`,
+    session.token ? `token from the ${s.token}` : 'no token: requests go without a credential',
+    ...(session.org ? [`org ${session.org} (${s.org})`] : []),
+    ...(session.gvc ? [`gvc ${session.gvc} (${s.gvc})`] : []),
+  ];
+  return lines.map((l) => `svcproxy: ${l}\n`).join('');
+}
+
+/** Runs one client command line (the words after the program's name); resolves with the exit code. */
+export async function main(argv: readonly string[], io: ClientIo = processIo()): Promise<number> {
+  let args: ClientArgs;
+  try {
+    args = parseClientArgs(argv);
+  } catch (e) {
+    if (e instanceof UsageError) return usage(io, e.message);
+    throw e;
+  }
+  const words = args.words[0] === 'help' ? args.words.slice(1) : args.words;
+  const help = args.help || args.words[0] === 'help';
+  const [command, verbWord, ...rest] = words;
+  if (command !== 'rest') return usage(io, `unknown command ${JSON.stringify(command ?? '')}`, 'rest');
+  if (verbWord === undefined) {
+    if (help) {
+      io.stdout.write(restHelp());
+      return 0;
+    }
+    io.stderr.write(restHelp());
+    return 2;
+  }
+  if (!(REST_VERBS as readonly string[]).includes(verbWord)) {
+    const guess = closest(verbWord, REST_VERBS)[0];
+    return usage(io, `unknown rest command ${JSON.stringify(verbWord)}${guess ? ` (did you mean ${guess}?)` : ` (one of ${REST_VERBS.join(', ')})`}`);
+  }
+  const verb = verbWord as RestVerb;
+  if (help) {
+    io.stdout.write(restHelp(verb));
+    return 0;
+  }
+  let path: string;
+  try {
+    path = restCommand([verb, ...rest], args).path;
+  } catch (e) {
+    if (e instanceof UsageError) return usage(io, e.message, `rest ${verb}`);
+    throw e;
+  }
+  let session: Session;
+  try {
+    session = openSession(args, { env: io.env, cwd: io.cwd, stdoutIsTTY: io.stdout.isTTY === true, now: io.now().getTime() });
+  } catch (e) {
+    if (e instanceof SessionError) {
+      io.stderr.write(`svcproxy: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+  if (args.verbose) io.stderr.write(describe(session));
+  const writeErr = (text: string): void => void io.stderr.write(text);
+  const client = new ApiClient(session, { writeErr, now: io.now, sleep: io.sleep, random: io.random }, { debug: args.debug, verbose: args.verbose });
+  const ctx: ClientContext = { args, session, client, io };
+  try {
+    return await runRest(ctx, verb, path);
+  } catch (e) {
+    if (e instanceof HttpFailure || e instanceof Unreachable) {
+      io.stderr.write(failureText(e, args.output, session.vendor));
+      const hint = failureHint(e, { local: session.local, endpoint: session.endpoint, hasToken: session.token !== undefined, cwd: io.cwd });
+      for (const line of [e.note, hint]) if (line) io.stderr.write(`${line}\n`);
+      return 1;
+    }
+    if (e instanceof UsageError) return usage(io, e.message, `rest ${verb}`);
+    if (e instanceof NamesError) {
+      io.stderr.write(`${e.message}\n`);
+      return 1;
+    }
+    if (e instanceof ClientError) {
+      io.stderr.write(`svcproxy: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  } finally {
+    client.close();
+  }
+}
