@@ -60,10 +60,13 @@ function optionLines(takes: readonly ClientOption[]): string[] {
 const ENVIRONMENT = [
   'Environment (VENDOR_ is SVC_, or CPLN_ with --vendor cpln; a flag wins over its variable):',
   '  VENDOR_PROFILE, VENDOR_ENDPOINT, VENDOR_TOKEN, VENDOR_ORG, VENDOR_GVC   over the profile\'s',
-  '  VENDOR_HOME     where profiles/ is [default: $XDG_CONFIG_HOME/VENDOR, else ~/.config/VENDOR]',
-  '  SVCPROXY_VENDOR the vendor (--vendor)     NO_COLOR  no colour     VISUAL, EDITOR  the editor of edit',
-  'With no profile, endpoint or token: a local svcproxy up at http://127.0.0.1:15080, with the key in',
-  '.svcproxy/api-token of the current folder.',
+  '  VENDOR_HOME      where profiles/ is [default: $XDG_CONFIG_HOME/VENDOR, else ~/.config/VENDOR]',
+  '  SVCPROXY_VENDOR  the vendor (--vendor)',
+  '  SVCPROXY_API     the local up\'s API, as up --api reads it [default: 127.0.0.1:15080]',
+  '  NO_COLOR         no colour',
+  '  VISUAL, EDITOR   the editor of edit [default: vi]',
+  'With no profile, endpoint or token: the local up, with the key in .svcproxy/api-token of the current',
+  'folder (sent to the local up only).',
 ];
 
 const EXAMPLES = [
