@@ -194,7 +194,9 @@ export function openSession(args: ClientArgs, ctx: SessionEnv): Session {
   let token: [string, Source] | undefined;
   let local = false;
   if (profile) {
-    endpoint = flagEndpoint ?? first<string>([profile.request?.endpoint, 'profile']) ?? [vendor === 'cpln' ? PLATFORM_ENDPOINT : LOCAL_ENDPOINT, 'default'];
+    const named = flagEndpoint ?? first<string>([profile.request?.endpoint, 'profile']);
+    if (!named) throw new SessionError(`profile ${chosen!.name} names no endpoint (request.endpoint): give --endpoint or ${prefix}ENDPOINT`);
+    endpoint = named;
     token = flagToken ?? first<string>([profile.request?.token, 'profile']);
     if (!token) {
       const access = profile.authInfo?.accessToken;

@@ -11,8 +11,9 @@ export const CLIENT_COMMANDS = {
 } as const;
 export type ClientCommand = keyof typeof CLIENT_COMMANDS;
 
-/** The client's options that take a value (their value is not a command word). */
+/** The client's options that take a value (their value is not a command word), and its switches. */
 const VALUED = new Set(['--profile', '--org', '--gvc', '--output', '-o', '--ts', '--max', '--token', '--endpoint', '--vendor', '--header', '-H', '--file', '-f']);
+const SWITCHES = new Set(['--color', '--no-color', '--insecure', '-k', '--verbose', '-v', '--debug', '-d', '--help', '-h']);
 
 export function isClientCommand(word: string | undefined): word is ClientCommand {
   return word !== undefined && Object.prototype.hasOwnProperty.call(CLIENT_COMMANDS, word);
@@ -20,7 +21,8 @@ export function isClientCommand(word: string | undefined): word is ClientCommand
 
 /**
  * The client command a command line runs (`rest`, also for `help rest`), or undefined when it is a
- * data-plane command line. The first word that is not an option (or an option's value) decides.
+ * data-plane command line. The first word that is not an option (or an option's value) decides; an
+ * option before it that is not the client's (`-c DIR`) makes it the data plane's.
  */
 export function clientCommandOf(argv: readonly string[]): ClientCommand | undefined {
   const words: string[] = [];
@@ -28,6 +30,8 @@ export function clientCommandOf(argv: readonly string[]): ClientCommand | undefi
     const a = argv[i]!;
     if (a === '--') break;
     if (a.startsWith('-') && a !== '-') {
+      const name = a.split('=')[0]!;
+      if (words.length === 0 && !VALUED.has(name) && !SWITCHES.has(name)) return undefined;
       if (VALUED.has(a)) i++;
       continue;
     }
