@@ -7,10 +7,10 @@
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
-import net from 'node:net';
 import { ApiClient, HttpFailure, MAX_ANSWER_BYTES, Unreachable, maskToken, retryDelay } from '../../src/client/http.js';
 import type { Session } from '../../src/client/session.js';
 import { startHttpServer } from '../helpers/harness.js';
+import { freePort } from '../fixtures/ratelimit/servers.js';
 
 function session(endpoint: string, extra: Partial<Session> = {}): Session {
   return {
@@ -114,10 +114,7 @@ t.test('a reset connection is retried for GET; a refused one is not retried', as
   const c1 = client(session(reset.url));
   t.teardown(() => c1.api.close());
   t.same((await c1.api.request('GET', '/r')).body, { ok: true });
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const port = await freePort();
   const c2 = client(session(`http://127.0.0.1:${port}`));
   const refused = await failure(c2.api.request('GET', '/x'));
   t.ok(refused instanceof Unreachable && refused.code === 'ECONNREFUSED', 'refused: Unreachable, ECONNREFUSED');

@@ -12,9 +12,9 @@ import t from 'tap';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { cpln } from '../helpers/cpln.js';
 import { runBin, runClient, startApi } from '../helpers/client.js';
+import { freePort } from '../fixtures/ratelimit/servers.js';
 
 const RECORDS = [
   { kind: 'org', name: 'acme', description: 'the org', tags: { team: 'platform' } },
@@ -31,14 +31,6 @@ const RECORDS = [
 
 /** The same error answer twice differs only by its id (a fresh UUID each time). */
 const sameId = (s: string): string => s.replace(/("id": |^\s*-? ?id: )"?[0-9a-f-]{36}"?/gm, '$1ID');
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 t.test('svcproxy rest against up', async (t) => {
   const api = await startApi(t, RECORDS);
@@ -140,7 +132,7 @@ t.test('svcproxy rest against up', async (t) => {
     const body = JSON.parse(r.stderr) as [{ status: number; code: string }];
     t.same(body.map((b) => [b.status, b.code]), [[404, 'not_found']]);
     t.match(r.stderr, /\]\n\n$/, 'then an empty line, as the platform CLI');
-    const port = await closedPort();
+    const port = await freePort();
     const started = Date.now();
     const refused = await runClient(['rest', 'get', '/org/acme'], { env: { SVCPROXY_API: `127.0.0.1:${port}` }, cwd: api.dir });
     t.equal(refused.code, 1);

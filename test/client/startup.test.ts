@@ -10,12 +10,12 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BIN, ROOT } from '../helpers/client.js';
 import { clientCommandOf } from '../../src/client/words.js';
+import { freePort } from '../fixtures/ratelimit/servers.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-startup-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -55,14 +55,6 @@ function loaded(argv: string[]): Promise<{ code: number; modules: string[]; stde
   });
 }
 
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 t.test('which command lines are the client\'s', async (t) => {
   t.equal(clientCommandOf(['rest', 'get', '/x']), 'rest');
   t.equal(clientCommandOf(['--org', 'acme', '-o', 'json', 'rest', 'get']), 'rest', 'options and their values before the command');
@@ -75,7 +67,7 @@ t.test('which command lines are the client\'s', async (t) => {
 });
 
 t.test('rest get loads the client only', async (t) => {
-  const port = await closedPort();
+  const port = await freePort();
   const json = await loaded(['rest', 'get', '/org/acme', '-o', 'json', '--endpoint', `http://127.0.0.1:${port}`]);
   t.equal(json.code, 1, 'it ran (the endpoint refused)');
   t.match(json.stderr, 'ECONNREFUSED');
