@@ -128,12 +128,15 @@ function usageError(message: string, command: string | undefined): number {
   return 2;
 }
 
-export function settingsFrom(flags: Flags): Settings {
+/** The settings of the flags; `gvc` (the GVC of records that name none) falls back to `defaultGvc` (the sidecar's own). */
+export function settingsFrom(flags: Flags, defaultGvc?: string): Settings {
+  const gvc = flags.gvc ?? defaultGvc;
   return {
     vendor: flags.vendor ?? defaultSettings.vendor,
     appDomain: (flags['app-domain'] ?? defaultSettings.appDomain).toLowerCase(),
     directDomain: (flags['direct-domain'] ?? defaultSettings.directDomain).toLowerCase(),
     internalDomain: (flags['internal-domain'] ?? defaultSettings.internalDomain).toLowerCase(),
+    ...(gvc === undefined || gvc === '' ? {} : { gvc }),
   };
 }
 
@@ -265,9 +268,10 @@ function meshFlags(role: 'ingress' | 'sidecar', flags: Flags): Pick<RuntimeOptio
 
 async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<number> {
   const logger = loggerFrom(flags);
-  const settings = settingsFrom(flags);
-  const prefix = `${settings.vendor.toUpperCase()}_`;
   const env = process.env;
+  const prefix = `${(flags.vendor ?? defaultSettings.vendor).toUpperCase()}_`;
+  // A sidecar's own GVC (its identity) is also the GVC of records that name none.
+  const settings = settingsFrom(flags, role === 'sidecar' ? env[`${prefix}GVC`] : undefined);
   const options: RuntimeOptions = {
     role,
     settings,
@@ -284,11 +288,12 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(flags['dns-server'] ? { dnsServers: flags['dns-server'] } : {}),
     ...(limitsFrom(flags) ? { limits: limitsFrom(flags)! } : {}),
     ...(flags.location ?? env[`${prefix}LOCATION`] ? { location: flags.location ?? env[`${prefix}LOCATION`]! } : {}),
+    ...(flags.org ?? env[`${prefix}ORG`] ? { org: flags.org ?? env[`${prefix}ORG`]! } : {}),
   };
   if (role === 'ingress' && !options.location) throw new UsageError(`ingress needs --location NAME (or ${prefix}LOCATION)`);
   if (flags['listen-tls'] && !(flags['tls-cert'] && flags['tls-key'])) throw new UsageError('--listen-tls needs --tls-cert FILE and --tls-key FILE');
   if (role === 'sidecar') {
-    const gvc = flags.gvc ?? env[`${prefix}GVC`];
+    const gvc = settings.gvc;
     const workload = flags.workload ?? env[`${prefix}WORKLOAD`];
     const location = options.location;
     if (!flags.app) throw new UsageError('sidecar needs --app HOST:PORT');
@@ -304,13 +309,8 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   }
   const workers = workersFrom(flags);
   if (workers > 1 || cluster.isWorker) return runClustered(options, workers, graceMs);
+  // A --location or --org the records contradict stops it here, before anything is bound (src/roles/place.ts).
   const runtime = await Runtime.start(options);
-  const locations = runtime.store.current.locations;
-  if (options.location !== undefined && locations.size > 0 && !locations.has(options.location)) {
-    // A mistyped location would route nothing local and probe every replica as remote: say so, and stop.
-    await runtime.stop(0);
-    throw new UsageError(`--location ${options.location} is not a location of the configuration (known: ${[...locations.keys()].sort().join(', ')})`);
-  }
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
   }

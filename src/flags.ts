@@ -29,6 +29,7 @@ export const OPTIONS = {
   admin: { type: 'string' },
   api: { type: 'string' },
   location: { type: 'string' },
+  org: { type: 'string' },
   app: { type: 'string' },
   gvc: { type: 'string' },
   workload: { type: 'string' },
@@ -149,8 +150,17 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
       explain: { about: 'explain as the router of this location sees it (0 ms away; other latencies are not probed)' },
     },
   },
+  org: {
+    value: 'ORG', about: 'the org of this process\'s identity (spiffe://ORG/...) when the records have no org record; another than theirs is refused', commands: ROLES,
+  },
   app: { value: 'HOST:PORT', about: 'the app this sidecar forwards to', commands: ['sidecar'] },
-  gvc: { value: 'G', about: 'the GVC of this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload\'s GVC (needed when it has logs in several)' } } },
+  gvc: {
+    value: 'G', about: 'the GVC of records that name none, as cpln apply --gvc (without it: the records\' only GVC)', commands: [...RECORD_READERS, 'logs'],
+    per: {
+      sidecar: { about: 'the GVC of this sidecar\'s workload (required here or from a variable), and of records that name none' },
+      logs: { about: 'the workload\'s GVC (needed when it has logs in several)' },
+    },
+  },
   workload: { value: 'W', about: 'this sidecar\'s workload (required here or from a variable)', commands: ['sidecar', 'logs'], per: { logs: { about: 'the workload whose logs to show' } } },
   replica: { value: 'R', about: 'this replica\'s name (logs, metrics, the replica host name)', commands: ['sidecar', 'logs'], per: { logs: { about: 'only this replica\'s lines' } } },
   redis: { value: 'URL', about: 'share the counters through Redis (redis://[:PASSWORD@]HOST:PORT[/DB])', default: 'in-memory counters', commands: ['ratelimit'] },

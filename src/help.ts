@@ -23,13 +23,17 @@ export interface CommandHelp {
   readonly examples: readonly string[];
 }
 
+const ORG_ENV = '  org       the org record\'s name, else --org, SVCPROXY_ORG, SVC_ORG, else "local"';
+const ORG_ABOUT = 'The org is ORG in the mesh identities spiffe://ORG/...; an --org (or SVC_ORG) other than the org record\'s is a usage error.';
+
 const IDENTITY_ENV = [
   'The sidecar\'s identity, each from the first that is set (SVC_ is the --vendor prefix: --vendor cpln reads CPLN_GVC, ...):',
   '  gvc       --gvc, SVCPROXY_GVC, SVC_GVC',
   '  workload  --workload, SVCPROXY_WORKLOAD, SVC_WORKLOAD',
   '  location  --location, SVCPROXY_LOCATION, SVC_LOCATION',
   '  replica   --replica, SVCPROXY_REPLICA, SVC_REPLICA, HOSTNAME, else WORKLOAD-0',
-  'The org is the configuration\'s org record (spiffe://ORG/... of the mesh certificates), not a variable.',
+  ORG_ENV,
+  ORG_ABOUT,
 ];
 
 const CLUSTER_ENV = 'NODE_CLUSTER_SCHED_POLICY=none (with --workers > 1): each worker accepts its own connections instead of round-robin';
@@ -48,13 +52,13 @@ export const COMMAND_HELP: { readonly [C in Command]: CommandHelp } = {
   },
   ingress: {
     summary: 'the router of one location: every external host name, to the replicas of deployment records',
-    synopsis: '--config PATH... --location NAME [--listen HOST:PORT]... [--listen-tls HOST:PORT --tls-cert FILE --tls-key FILE] [--admin HOST:PORT]',
+    synopsis: '--config PATH... --location NAME [--org ORG] [--listen HOST:PORT]... [--listen-tls HOST:PORT --tls-cert FILE --tls-key FILE] [--admin HOST:PORT]',
     about: [
       'Routes every external host name of the configuration to the replicas listed in deployment records.',
       'SIGINT/SIGTERM drains and exits 0; SIGHUP reloads the configuration (so does a change of its files).',
     ],
     requires: { config: 'a file or folder of records' },
-    env: ['location  --location, SVCPROXY_LOCATION, SVC_LOCATION (SVC_ is the --vendor prefix)', CLUSTER_ENV],
+    env: ['Each from the first that is set (SVC_ is the --vendor prefix):', '  location  --location, SVCPROXY_LOCATION, SVC_LOCATION', ORG_ENV, ORG_ABOUT, CLUSTER_ENV],
     examples: [
       'svcproxy ingress --config /etc/svcproxy --location aws-us-east-2 --listen 0.0.0.0:80',
       'svcproxy ingress -c /etc/svcproxy --location aws-us-east-2 --listen-tls 0.0.0.0:443 --tls-cert cert.pem --tls-key key.pem',
@@ -62,7 +66,7 @@ export const COMMAND_HELP: { readonly [C in Command]: CommandHelp } = {
   },
   sidecar: {
     summary: 'in front of one replica: the workload\'s filters, then its app (--app)',
-    synopsis: '--config PATH... --app HOST:PORT [--gvc G --workload W --location L --replica R] [--listen HOST:PORT]...',
+    synopsis: '--config PATH... --app HOST:PORT [--org ORG --gvc G --workload W --location L --replica R] [--listen HOST:PORT]...',
     about: [
       'Applies its workload\'s filters, then forwards to --app in the port\'s protocol. With --mesh it is also',
       'the app\'s outbound proxy; with --mesh-cert/--mesh-key/--mesh-ca it serves the workload\'s internal',
@@ -72,7 +76,7 @@ export const COMMAND_HELP: { readonly [C in Command]: CommandHelp } = {
     env: [...IDENTITY_ENV, CLUSTER_ENV],
     examples: [
       'svcproxy sidecar --config /etc/svcproxy --app 127.0.0.1:8080 --gvc shop --workload api --location aws-us-east-2',
-      'SVC_GVC=shop SVC_WORKLOAD=api SVC_LOCATION=aws-us-east-2 svcproxy sidecar -c /etc/svcproxy --app 127.0.0.1:8080 --listen 0.0.0.0:15006',
+      'SVC_ORG=acme SVC_GVC=shop SVC_WORKLOAD=api SVC_LOCATION=aws-us-east-2 svcproxy sidecar -c /etc/svcproxy --app 127.0.0.1:8080 --listen 0.0.0.0:15006',
     ],
   },
   ratelimit: {

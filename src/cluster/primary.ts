@@ -17,7 +17,9 @@ import { ConfigStore } from '../config/index.js';
 import type { Snapshot } from '../config/model.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
 import { primarySource } from '../admin/dashboard-sources.js';
-import type { RuntimeOptions } from '../roles/runtime.js';
+import { storeOptions, type RuntimeOptions } from '../roles/runtime.js';
+import { placeProblem } from '../roles/place.js';
+import { UsageError } from '../flags.js';
 import { parseHostPort } from '../address.js';
 import { waitForSignals } from '../signals.js';
 import { aggregatedMetrics, mergeReplicas, primaryMetrics } from './admin.js';
@@ -45,12 +47,12 @@ function choosePolicy(): void {
 export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   const { runtime: options, workers: count } = opts;
   const logger: Logger = options.logger;
-  const store = await ConfigStore.open({
-    ...(options.configPaths ? { paths: [...options.configPaths] } : {}),
-    ...(options.records ? { records: options.records } : {}),
-    settings: options.settings,
-    logger: logger.child({ component: 'config' }),
-  });
+  const store = await ConfigStore.open(storeOptions(options));
+  const problem = placeProblem(options, store.current);
+  if (problem !== undefined) {
+    store.close();
+    throw new UsageError(problem);
+  }
   let pool: WorkerPool | undefined;
   const metrics = primaryMetrics(count, () => pool?.views().filter((w) => w.ready).length ?? 0);
   choosePolicy();

@@ -3,10 +3,14 @@
  * the way links name them (locations and GVCs by name, workloads and deployments by `gvc/name`,
  * domains by lower-cased host), plus each GVC's locations. Built in one pass that also finds
  * duplicates; the first record of a key wins in the index and later ones are returned as
- * duplicates for validation to report. Records without a usable kind or name are left out (the
+ * duplicates for validation to report. `locations` also holds the platform's own locations that the
+ * records link by name without a record of them. Records without a usable kind or name are left out (the
  * validator reports those). Never throws.
  */
+import { linkOfKind, locationName } from './links.js';
 import { gvcLocations } from './placement.js';
+import { platformLocationRecord } from './platform-locations.js';
+import { objectAt, valueAt } from './schema.js';
 import { isReadKind, workloadGvc, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { canonicalHostName } from './values.js';
 
@@ -50,6 +54,32 @@ export function recordKey(kind: ReadKind, record: RawRecord): string | undefined
   }
 }
 
+/** Every location name a GVC, workload or deployment links (placement, location options, local options, replicas' locations). */
+function* linkedLocations(maps: Readonly<Record<ReadKind, Map<string, RawRecord>>>): Generator<string> {
+  const names = (list: unknown, of: (item: unknown) => string | undefined): string[] =>
+    (Array.isArray(list) ? list : []).map(of).filter((n): n is string => n !== undefined);
+  for (const gvc of maps.gvc.values()) {
+    const placement = objectAt(gvc, 'spec', 'staticPlacement');
+    yield* names(placement.locationLinks, (l) => linkOfKind(l, 'location')?.name);
+    yield* names(placement.locationOptions, (o) => linkOfKind(valueAt(o, 'locationLink'), 'location')?.name);
+  }
+  for (const w of maps.workload.values()) yield* names(objectAt(w, 'spec').localOptions, (o) => locationName(valueAt(o, 'location')));
+  for (const d of maps.deployment.values()) yield* names(objectAt(d, 'status').locations, (l) => locationName(valueAt(l, 'name')));
+}
+
+/**
+ * The platform's own locations the records link by name and define no record of (platform-locations.ts),
+ * added after the location records: they place GVCs and route as records do, and a record of the
+ * same name wins.
+ */
+function addLinkedPlatformLocations(maps: Record<ReadKind, Map<string, RawRecord>>): void {
+  for (const name of linkedLocations(maps)) {
+    if (maps.location.has(name)) continue;
+    const record = platformLocationRecord(name);
+    if (record !== undefined) maps.location.set(name, record);
+  }
+}
+
 export function buildCatalog(records: readonly SourcedRecord[]): { catalog: Catalog; duplicates: Duplicate[] } {
   // The first record of each key, per kind (no `kind:key` string made and hashed per record).
   const seen: Record<ReadKind, Map<string, SourcedRecord>> = {
@@ -72,6 +102,7 @@ export function buildCatalog(records: readonly SourcedRecord[]): { catalog: Cata
     seen[kind].set(key, sourced);
     maps[kind].set(key, sourced.record);
   }
+  addLinkedPlatformLocations(maps);
   const placed = new Map<string, readonly string[]>();
   for (const [name, gvc] of maps.gvc) placed.set(name, gvcLocations(gvc, maps.location));
   const org = maps.org.get('org');

@@ -10,14 +10,14 @@
  */
 import type {
   MeshOptionsModel,
-  ContainerModel, GvcModel, OrgModel, PortModel, ProbeModel, Protocol, RetryPolicyModel, Settings, WorkloadModel,
+  ContainerModel, GvcModel, OrgModel, PortModel, ProbeModel, Protocol, RetryPolicyModel, RolloutModel, Settings, WorkloadModel,
   WorkloadOptionsModel,
 } from './model.js';
 import { deepFreeze, frozen } from './frozen.js';
 import { locationName } from './links.js';
 import type { ContainerRecord, ProbeRecord, WorkloadOptionsRecord, WorkloadRecord } from './records.js';
 import { tagStrings } from './tags.js';
-import { canonicalHostName, parsePort, parseSeconds } from './values.js';
+import { canonicalHostName, parsePort, parseReplicaAmount, parseSeconds } from './values.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 5;
 export const DEFAULT_RETRY_POLICY: RetryPolicyModel = Object.freeze({
@@ -79,6 +79,7 @@ function compileContainer(c: ContainerRecord, tagProtocol: Protocol | undefined)
     ports,
     ...(readinessProbe ? { readinessProbe } : {}),
     ...(livenessProbe ? { livenessProbe } : {}),
+    volumes: (c.volumes ?? []).map((v) => ({ path: v.path, uri: v.uri })),
   });
 }
 
@@ -140,7 +141,19 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
     canonicalHost: canonicalHost(record.name, gvc, org, settings),
     ...(primaryPort ? { primaryPort } : {}),
     mesh: meshOptions(tags, settings.vendor),
-    ...(spec.rolloutOptions ? { rollout: frozen(spec.rolloutOptions) } : {}),
+    ...(spec.rolloutOptions ? { rollout: compileRollout(spec.rolloutOptions) } : {}),
+  });
+}
+
+/** `spec.rolloutOptions` with its counts read as numbers (`'1'` is 1, as the platform reads it). */
+function compileRollout(rollout: NonNullable<WorkloadRecord['spec']>['rolloutOptions'] & object): RolloutModel {
+  const surge = parseReplicaAmount(rollout.maxSurgeReplicas);
+  const unavailable = parseReplicaAmount(rollout.maxUnavailableReplicas);
+  return Object.freeze({
+    ...(surge === undefined ? {} : { maxSurgeReplicas: surge }),
+    ...(unavailable === undefined ? {} : { maxUnavailableReplicas: unavailable }),
+    ...(rollout.minReadySeconds === undefined ? {} : { minReadySeconds: rollout.minReadySeconds }),
+    ...(rollout.scalingPolicy === undefined ? {} : { scalingPolicy: rollout.scalingPolicy }),
   });
 }
 

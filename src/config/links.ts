@@ -16,7 +16,7 @@ export interface Link {
 }
 
 /** Kinds that live inside a GVC: their links carry `gvc/GVC/` unless they are `//KIND/NAME`. */
-const GVC_SCOPED = new Set(['workload', 'identity', 'volumeset', 'deployment']);
+export const GVC_SCOPED: ReadonlySet<string> = new Set(['workload', 'identity', 'volumeset', 'deployment']);
 
 function segmentsOk(parts: readonly string[]): boolean {
   return parts.every((p) => p !== '' && p.trim() === p);

@@ -1,39 +1,62 @@
 /**
- * The platform's query language as a GVC's `staticPlacement.locationQuery` uses it: a query is
- * compiled once into a predicate over location records and a sort, and the predicate judges every
- * term op of the spec on `property`, `tag` and `rel` terms. Pure and total: a malformed term (no
+ * The platform's query language: a query is compiled once into a predicate over records and a sort,
+ * and the predicate judges every term op of the spec on `property`, `tag` and `rel` terms. A GVC's
+ * `staticPlacement.locationQuery` runs it over location records; nothing in it is particular to
+ * locations, so any kind's records can be queried the same way. Pure and total: a malformed term (no
  * subject or two, an unknown op, an `=~` that does not compile; validation reports them) holds for no
- * location rather than throwing, so a query it cannot judge never selects every location.
+ * record rather than throwing, so a query it cannot judge never selects everything.
  *
- * Sources: platform-spec.md (GVC table: the ops, `match` `all`/`any`/`none` default `all`, `value` a
- * string, number, boolean or date-time, `sort` `{by, order}` default `asc`); docs.controlplane.com
- * /core/query (terms target tags, properties or relations; a `rel` term's subject depends on the kind;
- * `asc` is "A-Z, oldest first, lowest first"; locations sort by `provider`, `region`, `origin`); the
- * vendor's query-spec notes (controlplane-com/ai-plugin, skills/query-spec: `>` `>=` `<` `<=` compare
- * numbers and dates, `~` is a pattern match, `=~` a regular expression, `contains` a substring, boolean
- * tag values are strings). Where those leave a gap, svcproxy decides, as written here:
+ * Sources:
+ * - platform-spec.md (GVC table): the ops, `match` `all`/`any`/`none` default `all`, `value` a
+ *   string, number, boolean or date-time, `sort` `{by, order}` default `asc`.
+ * - docs.controlplane.com/core/query: terms target tags, properties or relations; a `rel` term's
+ *   subject depends on the kind; `asc` is "A-Z, oldest first, lowest first"; locations sort by
+ *   `provider`, `region`, `origin`.
+ * - The vendor's query-spec notes (github.com/controlplane-com/ai-plugin, plugins/cpln/skills/
+ *   query-spec/SKILL.md): `>` `>=` `<` `<=` compare numbers and dates, `~` is the "pattern match" op,
+ *   `=~` a regular expression, `contains` a substring, boolean tag values are strings.
+ * - The platform's own client, `@controlplane/cli` 3.10.1 (npm), for what `~` means in practice:
+ *   dist/src/helm/helm-release-history-manager.js and dist/src/commands/helm.js find a release's
+ *   secrets, named `cpln-helm-release-<release>-v<N>`, with the term
+ *   `{op: '~', property: 'name', value: 'cpln-helm-release'}` (and the legacy ones, `cpln-release-…`,
+ *   with `value: 'cpln-release'`): `~` holds for a name that contains the term's text, not one that is
+ *   equal to it. dist/src/commands/query.js (`cpln KIND query`, and the `--query-*` options of
+ *   `gvc`, `policy`, `group`) turns `--prop name~europe` into `{op: '~', property: 'name', value:
+ *   'europe'}`, offers `~` and `*~` as its "fuzzy" completions, and turns a bare `--prop ~europe` (or
+ *   `--tag ~eu`) into a term on the subject `*`: `{op: '~', property: '*', value: 'europe'}`, a
+ *   search of every property (every tag) for the text.
+ *
+ * Where those leave a gap, svcproxy decides, as written here:
  *
  * - Subjects. `property` is a member path (`name`, `provider`, `region`, `status.geo.country`); `tag`
- *   is a key of `tags`; `rel` names the location's `links` entries with that `rel` (the platform gives a
+ *   is a key of `tags`; `rel` names the record's `links` entries with that `rel` (the platform gives a
  *   location `org` and `self`), and its values are the linked records' names (`/org/acme` gives
- *   `acme`). A value that is a list (a property holding an array, a relation with several links) is a
- *   set: a term holds when it holds for one of its elements. `null` and objects count as no value.
+ *   `acme`). The subject `*` is every one of its kind at once: `property: '*'` reads every member of
+ *   the record at any depth except `kind`, `tags` and `links` (which have subjects of their own),
+ *   `tag: '*'` every tag's value, `rel: '*'` every link. A value that is a list (a property holding an
+ *   array, a relation with several links, a `*` subject) is a set: a term holds when it holds for one
+ *   of its elements. `null` and objects count as no value.
  * - Comparing. When both sides read as numbers (a number, or a string in decimal notation such as
  *   `20`, `-1.5`, `2e3`) they compare numerically, so `"20" = 20` and `9 < 10`. Else, when both read
  *   as ISO 8601 date-times (`2024-05-01`, `2024-05-01T10:00:00.5+02:00`; no zone means UTC) they
  *   compare as instants. Else both compare as text (booleans as `true`/`false`), ordered by UTF-16
  *   code units, the same on every machine: `us-west2 > us-east1` holds, and capitals sort before
  *   lower case. This one comparison serves `=`, `!=`, `>`, `>=`, `<` and `<=`.
- * - `!=` is the negation of `=`: it holds for a location without the value. Every other op needs the
+ * - `!=` is the negation of `=`: it holds for a record without the value. Every other op needs the
  *   value (`exists` and `!exists` test only presence).
- * - `contains` holds when the value's text includes the term's (case-sensitive); on a list, when one
- *   element's does. `=~` is a JavaScript regular expression searched anywhere in the text (`^…$` to
- *   anchor); one that does not compile holds for nothing. `~` is a wildcard pattern over the whole
- *   text, `*` any run of characters, `?` one, case-insensitive: `region ~ us-*`.
+ * - `~` holds when the value's text contains the term's text, ignoring case (both sides lower-cased):
+ *   `name ~ europe` selects `gcp-europe-west1` and `azure-westeurope`. A `*` in the term stands for
+ *   any run of characters (none included), so `region ~ us-*` is "contains `us-`" and `name ~ aws*2`
+ *   needs an `aws` with a `2` somewhere after it; no other character is special. Judged piece by
+ *   piece (each piece between `*`s found after the previous one), so no term costs more than a scan
+ *   per piece, whatever it holds.
+ * - `contains` holds when the value's text includes the term's (case-sensitive); `=~` is a JavaScript
+ *   regular expression searched anywhere in the text (`^…$` to anchor); one that does not compile
+ *   holds for nothing.
  * - `match`: `all` every term holds, `any` one does, `none` none does; with no terms, `all` and `none`
- *   select every location and `any` none.
- * - `sort.by` is a property path; values compare as numbers when every location's value is a number,
- *   as instants when every one is a date-time, else as text; locations without the value come last
+ *   select every record and `any` none.
+ * - `sort.by` is a property path; values compare as numbers when every record's value is a number,
+ *   as instants when every one is a date-time, else as text; records without the value come last
  *   in either order, ties keep record order.
  */
 import { parseLink } from './links.js';
@@ -41,10 +64,10 @@ import type { RawRecord } from './records.js';
 import { isObject } from './schema.js';
 import { isScalar, type Scalar } from './values.js';
 
-/** A location record's worth of a term: does this location satisfy it? */
-type Predicate = (location: RawRecord) => boolean;
+/** A record's worth of a term: does this record satisfy it? */
+type Predicate = (record: RawRecord) => boolean;
 
-/** A compiled query: which locations it selects, and how it orders them. */
+/** A compiled query: which records it selects, and how it orders them. */
 export interface CompiledQuery {
   readonly selects: Predicate;
   /** Sorts in place (stable); a query without `sort.by` leaves the order. */
@@ -110,13 +133,23 @@ export function compareValues(a: Scalar, b: Scalar): number {
   return compareText(String(a), String(b));
 }
 
-/** `*` and `?` wildcards over the whole text; the caller lower-cases both sides. */
-function wildcard(pattern: string): RegExp {
-  const source = pattern.replace(/[.+^${}()|[\]\\*?]/g, (c) => (c === '*' ? '[\\s\\S]*' : c === '?' ? '[\\s\\S]' : `\\${c}`));
-  return new RegExp(`^${source}$`);
+/**
+ * `~`'s test: does `text` contain `term`, ignoring case, where a `*` in the term is any run of
+ * characters? Each piece between the `*`s is looked for after the end of the one before; finding each
+ * as early as it can be found never loses a match, since what follows may start anywhere after it.
+ */
+export function fuzzyContains(text: string, term: string): boolean {
+  const haystack = text.toLowerCase();
+  let from = 0;
+  for (const piece of term.toLowerCase().split('*')) {
+    const at = haystack.indexOf(piece, from);
+    if (at === -1) return false;
+    from = at + piece.length;
+  }
+  return true;
 }
 
-/** A test of one element of a location's value against the term's value, or `undefined` for "holds for nothing". */
+/** A test of one element of a record's value against the term's value, or `undefined` for "holds for nothing". */
 function elementTest(op: string, value: Scalar): ((v: Scalar) => boolean) | undefined {
   switch (op) {
     case '=':
@@ -144,8 +177,8 @@ function elementTest(op: string, value: Scalar): ((v: Scalar) => boolean) | unde
       return (v) => re.test(String(v));
     }
     case '~': {
-      const re = wildcard(String(value).toLowerCase());
-      return (v) => re.test(String(v).toLowerCase());
+      const text = String(value);
+      return (v) => fuzzyContains(String(v), text);
     }
     default:
       return undefined;
@@ -158,38 +191,69 @@ function scalarsOf(v: unknown): Scalar[] {
   return Array.isArray(v) ? v.filter(isScalar) : [];
 }
 
-/** Reads a term's subject from a location: its values, and whether it is present at all. */
-type Reader = (location: RawRecord) => { readonly present: boolean; readonly values: readonly Scalar[] };
+/** Reads a term's subject from a record: its values, and whether it is present at all. */
+type Reader = (record: RawRecord) => { readonly present: boolean; readonly values: readonly Scalar[] };
+
+/** The members `property: '*'` leaves to subjects of their own. */
+const NOT_PROPERTIES = new Set(['kind', 'tags', 'links']);
+
+/** Every scalar under `v`, at any depth (a shared or cyclic object, as YAML anchors make, is read once). */
+function scalarsBelow(v: unknown, into: Scalar[], seen: Set<object>): void {
+  if (isScalar(v)) into.push(v);
+  else if (typeof v === 'object' && v !== null && !seen.has(v)) {
+    seen.add(v);
+    for (const member of Array.isArray(v) ? v : Object.values(v)) scalarsBelow(member, into, seen);
+  }
+}
+
+/** The subject `*`: every property, every tag or every relation of the record (see the module comment). */
+function everyOf(subject: 'property' | 'tag' | 'rel'): Reader {
+  return (record) => {
+    const values: Scalar[] = [];
+    if (subject === 'property') {
+      const seen = new Set<object>([record]);
+      for (const [key, v] of Object.entries(record)) if (!NOT_PROPERTIES.has(key)) scalarsBelow(v, values, seen);
+    } else if (subject === 'tag') {
+      if (isObject(record.tags)) for (const v of Object.values(record.tags)) values.push(...scalarsOf(v));
+    } else {
+      values.push(...linkedNames(record, () => true));
+    }
+    return { present: values.length > 0, values };
+  };
+}
+
+/** The names of the records a record's `links` point to, of the entries `rel` admits. */
+function linkedNames(record: RawRecord, rel: (r: unknown) => boolean): string[] {
+  if (!Array.isArray(record.links)) return [];
+  return record.links.filter((l): l is Record<string, unknown> => isObject(l) && rel(l.rel) && typeof l.href === 'string')
+    .map((l) => parseLink(l.href as string)?.name ?? (l.href as string));
+}
 
 function readerOf(term: Record<string, unknown>): Reader | undefined {
-  const subjects = ['property', 'tag', 'rel'].filter((k) => term[k] !== undefined);
+  const subjects = (['property', 'tag', 'rel'] as const).filter((k) => term[k] !== undefined);
   if (subjects.length !== 1) return undefined;
-  if (typeof term.property === 'string') {
-    const path = term.property.split('.');
-    return (loc) => {
-      let v: unknown = loc;
+  const subject = subjects[0]!;
+  const name = term[subject];
+  if (typeof name !== 'string') return undefined;
+  if (name === '*') return everyOf(subject);
+  if (subject === 'property') {
+    const path = name.split('.');
+    return (record) => {
+      let v: unknown = record;
       for (const key of path) v = isObject(v) ? v[key] : undefined;
       return { present: v !== undefined && v !== null, values: scalarsOf(v) };
     };
   }
-  if (typeof term.tag === 'string') {
-    const key = term.tag;
-    return (loc) => {
-      const v = isObject(loc.tags) ? loc.tags[key] : undefined;
+  if (subject === 'tag') {
+    return (record) => {
+      const v = isObject(record.tags) ? record.tags[name] : undefined;
       return { present: v !== undefined && v !== null, values: scalarsOf(v) };
     };
   }
-  if (typeof term.rel === 'string') {
-    const rel = term.rel;
-    return (loc) => {
-      const hrefs = Array.isArray(loc.links)
-        ? loc.links.filter((l): l is Record<string, unknown> => isObject(l) && l.rel === rel && typeof l.href === 'string')
-          .map((l) => l.href as string)
-        : [];
-      return { present: hrefs.length > 0, values: hrefs.map((h) => parseLink(h)?.name ?? h) };
-    };
-  }
-  return undefined;
+  return (record) => {
+    const names = linkedNames(record, (r) => r === name);
+    return { present: names.length > 0, values: names };
+  };
 }
 
 const NOTHING: Predicate = () => false;

@@ -18,6 +18,11 @@ export interface Settings {
   readonly appDomain: string;
   readonly directDomain: string;
   readonly internalDomain: string;
+  /**
+   * `--gvc`: the GVC of records that name none (a workload as `cpln apply --gvc` sends it); absent:
+   * the records' only GVC (src/config/applied.ts).
+   */
+  readonly gvc?: string;
 }
 
 export interface OrgModel {
@@ -102,6 +107,8 @@ export interface ContainerModel {
   readonly ports: readonly PortModel[];
   readonly readinessProbe?: ProbeModel;
   readonly livenessProbe?: ProbeModel;
+  /** `volumes[]`: where each is mounted and from what; `up` mounts none and says so. */
+  readonly volumes: readonly { readonly path: string; readonly uri: string }[];
 }
 
 /** `defaultOptions`, or one `localOptions[]` entry merged over it. */
@@ -154,14 +161,17 @@ export interface WorkloadModel {
   readonly primaryPort?: PortModel;
   /** The mesh tags (DESIGN §9). */
   readonly mesh: MeshOptionsModel;
-  /** `spec.rolloutOptions` as written (src/local/rollout.ts reads it); absent: the defaults. */
+  /** `spec.rolloutOptions` (src/local/rollout.ts reads it); absent: the defaults. */
   readonly rollout?: RolloutModel;
 }
 
-/** `spec.rolloutOptions`: how `up` replaces replicas when what they run changes. */
+/**
+ * `spec.rolloutOptions`: how `up` replaces replicas when what they run changes. A count is a number
+ * (the platform's `'1'` read as 1), a percentage the `N%` string.
+ */
 export interface RolloutModel {
-  readonly maxSurgeReplicas?: number | string;
-  readonly maxUnavailableReplicas?: number | string;
+  readonly maxSurgeReplicas?: number | `${number}%`;
+  readonly maxUnavailableReplicas?: number | `${number}%`;
   readonly minReadySeconds?: number;
   readonly scalingPolicy?: string;
 }

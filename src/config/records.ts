@@ -142,6 +142,8 @@ export interface ContainerRecord {
   readonly port?: number;
   readonly readinessProbe?: ProbeRecord;
   readonly livenessProbe?: ProbeRecord;
+  /** Mounts (`cpln://volumeset/NAME`, `cpln://secret/NAME`, ...): `up` mounts none (src/local/not-run.ts). */
+  readonly volumes?: readonly { readonly uri: string; readonly path: string; readonly recoveryPolicy?: 'retain' | 'recycle' }[];
 }
 
 export interface WorkloadOptionsRecord {

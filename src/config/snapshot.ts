@@ -16,7 +16,8 @@ import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
 import { validate } from './validate.js';
-import { NAME_PATTERN, isHostName } from './values.js';
+import { NAME_MAX, NAME_PATTERN, NAME_RULE, isHostName } from './values.js';
+import { asApplied } from './applied.js';
 
 export const defaultSettings: Settings = Object.freeze({
   vendor: 'svc',
@@ -59,6 +60,9 @@ export function checkSettings(settings: Settings): string[] {
   for (const key of ['appDomain', 'directDomain', 'internalDomain'] as const) {
     if (!isHostName(settings[key])) errors.push(`settings: ${key}: must be a host name`);
   }
+  if (settings.gvc !== undefined && !(NAME_PATTERN.test(settings.gvc) && settings.gvc.length <= NAME_MAX)) {
+    errors.push(`settings: gvc: ${NAME_RULE}`);
+  }
   return errors;
 }
 
@@ -67,13 +71,18 @@ export function compileRecords(records: readonly RecordInput[], settings: Settin
   return compileSourced(toSourced(records), settings, generation).result;
 }
 
-function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, generation: number): { result: LoadResult; settingsErrors: string[]; findings: readonly Finding[] } {
+/**
+ * Validates and compiles the records as applied (applied.ts: records that name no GVC placed in the
+ * default one); `applied` is that list, the one the findings' records belong to.
+ */
+function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, generation: number): { result: LoadResult; settingsErrors: string[]; findings: readonly Finding[]; applied: readonly SourcedRecord[] } {
   const settingsErrors = checkSettings(settings);
-  const { errors, warnings, catalog, errorFindings } = validate(sourced, settings);
+  const applied = asApplied(sourced, settings.gvc);
+  const { errors, warnings, catalog, errorFindings } = validate(applied, settings);
   if (settingsErrors.length + errors.length > 0) {
-    return { result: { ok: false, errors: [...settingsErrors, ...errors], warnings }, settingsErrors, findings: errorFindings };
+    return { result: { ok: false, errors: [...settingsErrors, ...errors], warnings }, settingsErrors, findings: errorFindings, applied };
   }
-  return { result: { ok: true, snapshot: compile(sourced, settings, generation, warnings, catalog) }, settingsErrors, findings: [] };
+  return { result: { ok: true, snapshot: compile(applied, settings, generation, warnings, catalog) }, settingsErrors, findings: [], applied };
 }
 
 /**
@@ -81,10 +90,9 @@ function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, g
  * read again (`read`) only when there are errors.
  */
 export async function compileLocated(records: readonly RecordInput[], settings: Settings, generation: number, read?: ReadText): Promise<LoadResult> {
-  const sourced = toSourced(records);
-  const { result, settingsErrors, findings } = compileSourced(sourced, settings, generation);
+  const { result, settingsErrors, findings, applied } = compileSourced(toSourced(records), settings, generation);
   if (result.ok) return result;
-  return { ok: false, errors: [...settingsErrors, ...(await locateFindings(findings, sourced, read))], warnings: result.warnings };
+  return { ok: false, errors: [...settingsErrors, ...(await locateFindings(findings, applied, read))], warnings: result.warnings };
 }
 
 /** Reads, validates and compiles the records of files and folders (and `extra` records in memory). */

@@ -40,6 +40,12 @@ export interface ConfigStoreOptions {
   readonly debounceMs?: number;
   /** Wall clock for `lastErrorAt`; default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * What the process itself cannot take, beyond validation (an ingress's `--org` against a new org
+   * record): a reload or `add()` whose snapshot it names a reason for is rejected with that reason.
+   * Not asked of the first load (the caller checks that one and stops).
+   */
+  readonly refuse?: (snapshot: Snapshot) => string | undefined;
 }
 
 interface Events {
@@ -140,7 +146,7 @@ export class ConfigStore extends EventEmitter<Events> {
   private addNow(record: RawRecord): LoadResult {
     // The snapshot's own records, not the files read again: an edit half-written meanwhile is not
     // applied by a POST, nor does it refuse one.
-    const result = compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1);
+    const result = refused(compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1), this.options);
     if (!result.ok) return result;
     this.added = [...this.added, record];
     this.apply(result.snapshot);
@@ -162,6 +168,7 @@ export class ConfigStore extends EventEmitter<Events> {
         };
       }
     }
+    result = refused(result, this.options);
     if (!result.ok) {
       this.errors = Object.freeze([...result.errors]);
       this.errorAt = new Date((this.options.now ?? Date.now)());
@@ -219,6 +226,12 @@ export class ConfigStore extends EventEmitter<Events> {
       'configuration loaded',
     );
   }
+}
+
+/** `result`, or its rejection when `options.refuse` names a reason against its snapshot. */
+function refused<R extends LoadResult>(result: R, options: ConfigStoreOptions): R | (LoadResult & { ok: false }) {
+  const reason = result.ok ? options.refuse?.(result.snapshot) : undefined;
+  return reason === undefined || !result.ok ? result : { ok: false, errors: [reason], warnings: [...result.snapshot.warnings] };
 }
 
 type Loaded = (LoadResult & { ok: false }) | (LoadResult & { ok: true; perFile: ReadonlyMap<string, number> });

@@ -9,6 +9,9 @@ import { workloadGvc, type RawRecord } from './records.js';
 import {
   all, anyObject, arr, bool, checkMember, exactlyOne, int, isAbsent, isObject, mapOf, member, num, obj, oneOf, str, type Check, type Fields, type Report,
 } from './schema.js';
+import { PLATFORM_LOCATION_NAMES } from './platform-locations.js';
+import { didYouMean } from './suggest.js';
+import { count } from '../summary.js';
 import { NAME_MAX, NAME_PATTERN, NAME_RULE, isAddressOrCidr, isScalar, parseDuration, parseHostPort, regexError } from './values.js';
 
 export const strings: Check = arr(str());
@@ -50,19 +53,45 @@ const protoDuration: Check = (v, at, r) => {
   if (parseDuration(v) === undefined) r.error(at, 'must be a duration such as 1s or 0.5s, or {seconds, nanos}');
 };
 
-/** The GVC of a workload or deployment (`gvc`, or its links): given, well-formed and defined. */
-export function checkGvc(record: RawRecord, catalog: Catalog, r: Report): string | undefined {
+/** `a, b, c` of the first few names, then how many more. */
+function someNames(names: readonly string[], shown = 5): string {
+  const more = names.length - shown;
+  return `${names.slice(0, shown).join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+}
+
+/**
+ * The GVC of a workload or deployment (`gvc`, or its links): given, well-formed and defined. A record
+ * that names none was placed in the default GVC (applied.ts) unless there was none to place it in:
+ * then it needs `--gvc`, as `cpln apply` does. `flagGvc` is `--gvc`, named when it is the undefined one.
+ */
+export function checkGvc(record: RawRecord, catalog: Catalog, r: Report, flagGvc?: string): string | undefined {
   const gvc = workloadGvc(record);
   if (gvc === undefined) {
-    if (record.gvc === undefined) r.error('gvc', 'is required (the GVC name, or a links entry with rel gvc)');
-    else r.error('gvc', `must be a GVC name or link (${GVC_LINK_FORMS})`);
+    if (record.gvc === undefined || record.gvc === null) {
+      const gvcs = [...catalog.gvcs.keys()];
+      const defined = gvcs.length === 0 ? 'the records define no gvc' : `the records define ${count(gvcs.length, 'gvc')}: ${someNames(gvcs)}`;
+      r.error('gvc', `is required: name the GVC here, or pass --gvc NAME as to cpln apply (${defined})`);
+    } else {
+      r.error('gvc', `must be a GVC name or link (${GVC_LINK_FORMS})`);
+    }
     return undefined;
   }
   if (!catalog.gvcs.has(gvc)) {
-    r.error('gvc', `points to gvc ${gvc}, which is not defined`);
+    r.error('gvc', `points to gvc ${gvc}, which is not defined${gvc === flagGvc ? ' (--gvc names it: the records need a gvc record of that name)' : ''}`);
     return undefined;
   }
   return gvc;
+}
+
+/**
+ * A location a record links by name: a location record, or one of the platform's own locations
+ * (catalog.ts adds those that records link); otherwise an error at `at`, with the nearest known name.
+ */
+export function checkLocationDefined(name: string, catalog: Catalog, at: string, r: Report): boolean {
+  if (catalog.locations.has(name)) return true;
+  const hint = didYouMean(name, [...catalog.locations.keys(), ...PLATFORM_LOCATION_NAMES]);
+  r.error(at, `points to location ${name}, which is not defined (no location record, and not one of the platform's locations${hint === '' ? '' : `; ${hint}`})`);
+  return false;
 }
 
 /** An absolute link names its org: when there is an org record, it must be that one. */

@@ -7,11 +7,12 @@
 import type { Catalog } from './catalog.js';
 import { linkOfKind, locationName, workloadRef } from './links.js';
 import type { RawRecord } from './records.js';
+import type { Settings } from './model.js';
 import {
   anyObject, arr, bool, exactlyOne, int, isAbsent, isObject, item, mapOf, member, obj, objectAt, oneOf, str, type Check, type Report,
 } from './schema.js';
 import { discoveredNameOf } from '../discovery/names.js';
-import { checkGvc, checkLinkOrg, gvcLink, hostPort, locationRef, regex, workloadLink } from './validate-common.js';
+import { checkGvc, checkLinkOrg, checkLocationDefined, gvcLink, hostPort, locationRef, regex, workloadLink } from './validate-common.js';
 import { isScalar } from './values.js';
 
 const headerValue: Check = (v, at, r) => {
@@ -121,8 +122,8 @@ export const deploymentShape: Check = obj({
   }),
 });
 
-export function checkDeploymentRefs(record: RawRecord, catalog: Catalog, r: Report): void {
-  const gvc = checkGvc(record, catalog, r);
+export function checkDeploymentRefs(record: RawRecord, catalog: Catalog, r: Report, settings: Settings): void {
+  const gvc = checkGvc(record, catalog, r, settings.gvc);
   if (gvc !== undefined && !catalog.workloads.has(`${gvc}/${String(record.name)}`)) {
     r.error('name', `names workload ${String(record.name)}, which is not defined in gvc ${gvc}`);
   }
@@ -135,8 +136,7 @@ export function checkDeploymentRefs(record: RawRecord, catalog: Catalog, r: Repo
     if (name !== undefined) {
       if (seen.has(name)) r.error(member(at, 'name'), `location ${name} is listed twice`);
       seen.add(name);
-      if (!catalog.locations.has(name)) r.error(member(at, 'name'), `points to location ${name}, which is not defined`);
-      else if (gvc !== undefined && !(catalog.gvcLocations.get(gvc) ?? []).includes(name)) {
+      if (checkLocationDefined(name, catalog, member(at, 'name'), r) && gvc !== undefined && !(catalog.gvcLocations.get(gvc) ?? []).includes(name)) {
         r.warn(member(at, 'name'), `location ${name} is not one of gvc ${gvc}'s locations: its replicas get no traffic`);
       }
     }

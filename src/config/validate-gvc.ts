@@ -11,7 +11,7 @@ import type { RawRecord } from './records.js';
 import {
   anyObject, arr, exactlyOne, int, isAbsent, isObject, item, member, obj, objectAt, oneOf, str, valueAt, type Check, type Report,
 } from './schema.js';
-import { checkLinkOrg, locationLink, sidecar, strings, tracing, workloadLink } from './validate-common.js';
+import { checkLinkOrg, checkLocationDefined, locationLink, sidecar, strings, tracing, workloadLink } from './validate-common.js';
 import { isScalar, regexError } from './values.js';
 
 export const TERM_OPS = ['=', '>', '>=', '<', '<=', '!=', '~', '=~', 'exists', '!exists', 'contains'];
@@ -78,7 +78,7 @@ function checkLocationLinks(placement: Record<string, unknown>, at: string, cata
     const here = item(member(at, 'locationLinks'), i);
     if (!link) return;
     checkLinkOrg(link, catalog, here, r);
-    if (!catalog.locations.has(link.name)) r.error(here, `points to location ${link.name}, which is not defined`);
+    checkLocationDefined(link.name, catalog, here, r);
   });
 }
 
@@ -92,8 +92,8 @@ function checkLocationOptions(gvc: string, placement: Record<string, unknown>, a
     checkLinkOrg(link, catalog, here, r);
     if (seen.has(link.name)) r.error(here, `location ${link.name} already has options`);
     seen.add(link.name);
-    if (!catalog.locations.has(link.name)) r.error(here, `points to location ${link.name}, which is not defined`);
-    else if (!(catalog.gvcLocations.get(gvc) ?? []).includes(link.name)) r.warn(here, `location ${link.name} is not one of the GVC's locations (ignored)`);
+    if (!checkLocationDefined(link.name, catalog, here, r)) return;
+    if (!(catalog.gvcLocations.get(gvc) ?? []).includes(link.name)) r.warn(here, `location ${link.name} is not one of the GVC's locations (ignored)`);
   });
 }
 

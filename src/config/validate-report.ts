@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import type { LineCounter } from 'yaml';
 import { rulesFrom } from '../ratelimit/service/rules.js';
 import { yamlLib } from '../yaml-lib.js';
+import { asApplied } from './applied.js';
 import { compile } from './compile.js';
 import { filesOf, parseRecords, reason } from './load.js';
 import { lineAlong, linesOf, locateFindings, parsePath, type ReadText } from './locate.js';
@@ -105,13 +106,14 @@ export async function validateReport(paths: readonly string[], settings: Setting
   const warnings: string[] = [];
   // As `up`: a file that does not parse stops the records' check (its records may be others' link targets).
   if (!unread) {
-    const result = validate(records, settings);
-    const located = await locateFindings([...result.errorFindings, ...result.warningFindings], records, read);
+    const applied = asApplied(records, settings.gvc);
+    const result = validate(applied, settings);
+    const located = await locateFindings([...result.errorFindings, ...result.warningFindings], applied, read);
     errors.push(...located.slice(0, result.errorFindings.length));
     warnings.push(...located.slice(result.errorFindings.length));
     if (errors.length === 0) {
       try {
-        compile(records, settings, 1, result.warnings, result.catalog);
+        compile(applied, settings, 1, result.warnings, result.catalog);
       } catch (e) {
         errors.push(`configuration: internal error: ${(e as Error).message}`);
       }

@@ -6,13 +6,14 @@
  */
 import type { Catalog } from './catalog.js';
 import { locationName } from './links.js';
+import type { Settings } from './model.js';
 import type { RawRecord } from './records.js';
 import {
   anyObject, arr, bool, exactlyOne, int, isObject, item, member, num, obj, objectAt, oneOf, str, valueAt, type Check, type Fields, type Report,
 } from './schema.js';
 import { checkVendorTags } from './tags.js';
-import { checkGvc, cidr, locationRef, plainName, regex, sidecar, strings, workloadLink } from './validate-common.js';
-import { isScalar } from './values.js';
+import { checkGvc, checkLocationDefined, cidr, locationRef, plainName, regex, sidecar, strings, workloadLink } from './validate-common.js';
+import { isScalar, parseReplicaAmount } from './values.js';
 
 export const PROTOCOLS = ['http', 'http2', 'grpc', 'tcp'];
 export const WORKLOAD_TYPES = ['serverless', 'standard', 'stateful', 'cron'];
@@ -70,6 +71,7 @@ const container: Check = obj(
     port,
     readinessProbe: probe,
     livenessProbe: probe,
+    volumes: arr(obj({ uri: str({ nonEmpty: true }), path: startsWithSlash, recoveryPolicy: oneOf(['retain', 'recycle']) }, { required: ['uri', 'path'] })),
   },
   { required: ['name'] },
 );
@@ -84,9 +86,9 @@ const OPTION_FIELDS: Fields = {
   autoscaling: obj({ minScale: int(0), maxScale: int(0), metric: str(), target: num(0), maxConcurrency: int(0), scaleToZeroDelay: int(0) }),
 };
 
+/** A count (`1`, or `'1'` as the platform writes it) or a percentage (`25%`): values.ts `parseReplicaAmount`. */
 const countOrPercent: Check = (v, at, r) => {
-  const ok = (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d+%$/.test(v));
-  if (!ok) r.error(at, 'must be an integer of at least 0 or a percentage such as 25%');
+  if (parseReplicaAmount(v) === undefined) r.error(at, "must be an integer of at least 0 (a number, or a string of digits such as '1') or a percentage such as 25%");
 };
 
 const retryCondition: Check = (v, at, r) => {
@@ -182,10 +184,10 @@ function checkContainers(spec: Record<string, unknown>, r: Report): void {
 }
 
 /** The rules of a workload that need other records or several members. */
-export function checkWorkloadRefs(record: RawRecord, catalog: Catalog, vendor: string, r: Report): void {
+export function checkWorkloadRefs(record: RawRecord, catalog: Catalog, r: Report, settings: Settings): void {
   const spec = objectAt(record, 'spec');
-  const gvc = checkGvc(record, catalog, r);
-  if (isObject(record.tags)) checkVendorTags(record.tags, vendor, 'tags', r);
+  const gvc = checkGvc(record, catalog, r, settings.gvc);
+  if (isObject(record.tags)) checkVendorTags(record.tags, settings.vendor, 'tags', r);
   checkScale(spec, r);
   checkContainers(spec, r);
 
@@ -197,8 +199,7 @@ export function checkWorkloadRefs(record: RawRecord, catalog: Catalog, vendor: s
     const at = `spec.localOptions[${i}].location`;
     if (seen.has(name)) r.error(at, `location ${name} already has options`);
     seen.add(name);
-    if (!catalog.locations.has(name)) r.error(at, `points to location ${name}, which is not defined`);
-    else if (gvc !== undefined && !(catalog.gvcLocations.get(gvc) ?? []).includes(name)) {
+    if (checkLocationDefined(name, catalog, at, r) && gvc !== undefined && !(catalog.gvcLocations.get(gvc) ?? []).includes(name)) {
       r.warn(at, `location ${name} is not one of gvc ${gvc}'s locations (ignored)`);
     }
   });

@@ -46,7 +46,7 @@ const KINDS: Readonly<Record<ReadKind, KindRules>> = {
   org: { shape: orgShape, name: plainName },
   location: { shape: locationShape, name: plainName },
   gvc: { shape: gvcShape, name: plainName, refs: checkGvcRefs },
-  workload: { shape: workloadShape, name: plainName, refs: (rec, cat, r, s) => checkWorkloadRefs(rec, cat, s.vendor, r) },
+  workload: { shape: workloadShape, name: plainName, refs: checkWorkloadRefs },
   domain: { shape: domainShape, name: hostName, refs: checkDomainRefs },
   deployment: { shape: deploymentShape, name: plainName, refs: checkDeploymentRefs },
 };

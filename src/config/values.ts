@@ -115,6 +115,37 @@ export function parseSeconds(v: Scalar): number | undefined {
   return Number(v);
 }
 
+/**
+ * A string of ASCII decimal digits, read as the integer it writes (`'1'` → 1, `'007'` → 7): how the
+ * platform writes counts it types as strings. Anything else is not one: a sign, a space, a dot, an
+ * exponent, digits of other scripts, the empty string, or a value past 2^53 − 1 (`undefined`).
+ */
+export function parseDigits(text: string): number | undefined {
+  if (text.length === 0) return undefined;
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    // Only grows: once past the safe range it stays past it.
+    n = n * 10 + digit;
+  }
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+export type ReplicaAmount = number | `${number}%`;
+
+/**
+ * `rolloutOptions.maxSurgeReplicas` and `maxUnavailableReplicas` as the platform takes them: a count
+ * (an integer of at least 0, or a string of digits, as the platform's own types and files write it:
+ * `'1'`) or a percentage (`'25%'`). The count as a number, a percentage as written; else `undefined`.
+ */
+export function parseReplicaAmount(v: unknown): ReplicaAmount | undefined {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+  if (typeof v !== 'string') return undefined;
+  if (v.endsWith('%')) return parseDigits(v.slice(0, -1)) === undefined ? undefined : (v as `${number}%`);
+  return parseDigits(v);
+}
+
 /** Lower-cased host without a trailing dot: the form hosts are compared in. */
 export function canonicalHostName(s: string): string {
   const lower = s.toLowerCase();

@@ -30,6 +30,7 @@ import { compileTracingPlan } from '../tracing/config.js';
 import { extract } from '../tracing/propagation.js';
 import { explainFilter, type FilterExplanation } from './filters.js';
 import { knownReplicas, listedReplicas, type KnownReplica } from './replicas.js';
+import { notRunNotes } from '../local/not-run.js';
 import type { ExplainRequest } from './request.js';
 
 export interface ExplainOptions {
@@ -247,7 +248,7 @@ function explainWith(snapshot: Snapshot, table: Table, request: ExplainRequest, 
         : !workload.defaultOptions.debug ? 'the workload\'s defaultOptions.debug is off'
           : `the request carries no ${table.headers.debug}: true or trace`,
   };
-  const verdict = decide(listener, firewall, located, route, usable, replicas, chosen);
+  const verdict = decide(listener, firewall, located, route, usable, replicas, chosen, notRunNotes(snapshot).get(route.workload.key)?.reason);
   return {
     ...base,
     verdict,
@@ -274,11 +275,14 @@ function decide(
   usable: readonly ReplicaExplanation[],
   replicas: readonly ReplicaExplanation[],
   chosen: string | null,
+  notRun: string | undefined,
 ): Verdict {
   if (!firewall.allowed) return refuse('FIREWALL_BLOCKED', `the ${firewall.kind} firewall blocks it: ${firewall.reason}`);
   if (typeof located !== 'string') {
     if (located.code === 'SUSPENDED') return refuse('SUSPENDED', 'the workload is suspended (globally, or in every location it could go to)');
-    return refuse('NO_HEALTHY_UPSTREAM', 'no location lists a replica of the workload (deployment records, or a container with a command that up runs)');
+    return refuse('NO_HEALTHY_UPSTREAM', notRun === undefined
+      ? 'no location lists a replica of the workload (deployment records, or a container with a command that up runs)'
+      : `no location lists a replica of the workload: ${notRun}`);
   }
   if (usable.length === 0) {
     const what = route.fixedReplica !== undefined ? `replica ${route.fixedReplica}` : 'replica';

@@ -1,7 +1,8 @@
 /**
  * HTTP/1.1 from clients on a cleartext listener, served without Node's HTTP server for as long as
  * the connection sends ordinary requests (`readPlainRequestHead`): no body or one framed by a plain
- * `Content-Length`, no upgrade, nothing a client would only send on purpose. Such a request gets a
+ * `Content-Length`, no upgrade (an `Upgrade` field without `Connection: upgrade` is no upgrade),
+ * nothing a client would only send on purpose. Such a request gets a
  * request/response pair with the members the proxy uses of Node's `IncomingMessage` and
  * `ServerResponse` (a request with a body is a Readable fed from the socket, with backpressure), and
  * its answer leaves in one write (head and body together), where Node's server needs a corked pair of

@@ -3,8 +3,10 @@
  * known method, an origin-form target of visible ASCII (or `*`, or an `http(s)://host[:port]` absolute
  * form), `HTTP/1.1`, and fields that are
  * plain tokens with printable values, each name once, and no body or one framed by a plain
- * `Content-Length`. Anything else (`Transfer-Encoding`, a length spelled any other way, an Upgrade, a
- * `Connection` other than keep-alive, `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
+ * `Content-Length`. Anything else (`Transfer-Encoding`, a length spelled any other way, a
+ * `Connection` other than keep-alive (so an upgrade, which lists `upgrade` there: an `Upgrade` field
+ * without it is only informational, RFC 9110 §7.8, and llhttp reads such a request as an ordinary
+ * one too), `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
  * field, a control character, an unknown method, a head not yet complete or over the size limit) is
  * declined with `undefined`, and the caller hands the connection to Node's HTTP/1.1 server, which
  * then answers exactly as it always does, errors included. So this reader never decides a request
@@ -47,7 +49,8 @@ const LENGTH = /^(?:0|[1-9]\d{0,14})$/;
 /**
  * Fields whose presence sends the request to Node's server: they frame a body another way, change
  * the connection, or ask for an interim answer. A plain `content-length` and `connection:
- * keep-alive` are kept.
+ * keep-alive` are kept, and so is `upgrade`: with no `Connection: upgrade` beside it (the only
+ * `Connection` kept is keep-alive) it asks for nothing, and the data plane does not forward it.
  */
 function declinedField(lower: string, value: string): boolean {
   switch (lower) {
@@ -56,7 +59,6 @@ function declinedField(lower: string, value: string): boolean {
     case 'connection':
       return value.toLowerCase() !== 'keep-alive';
     case 'transfer-encoding':
-    case 'upgrade':
     case 'expect':
     case 'http2-settings':
     case 'set-cookie':

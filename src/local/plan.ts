@@ -2,8 +2,8 @@
  * What `svcproxy up` should be running for a snapshot, as a pure function: for every workload and
  * every location of its GVC, the scaler's count (else `minScale`) of replicas named `W-N` (N from 0 per location) made of the
  * workload's containers that have a `command`. None where the workload is suspended (globally or
- * in that location) or `maxScale` is 0, and none for a workload without a runnable container or
- * tagged `svc/ignore: true`.
+ * in that location) or `maxScale` is 0, and none for a workload `up` cannot run (not-run.ts: no
+ * container with a command, or a cron workload) or tagged `svc/ignore: true`.
  * Each plan carries a fingerprint of everything its processes are started from, so a reload
  * restarts exactly the replicas whose definition changed. It does not fail: a GVC or location the
  * snapshot lacks (which `compile()` would have rejected) yields no replicas, or empty values.
@@ -12,6 +12,7 @@ import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../
 import { isIgnored } from '../config/compile-workload.js';
 import { workloadGvc } from '../config/records.js';
 import { workloadVersion } from './env.js';
+import { notRunReason, runnableContainers } from './not-run.js';
 
 export interface ReplicaPlan {
   /** `gvc/name|location|N`: identity across reloads. */
@@ -58,14 +59,12 @@ function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
   return workloadVersion({ key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
 }
 
-/** The containers `up` runs a process for (those with a `command`). */
-function runnableContainers(workload: WorkloadModel): ContainerModel[] {
-  return workload.containers.filter((c) => c.command !== undefined && c.command !== '');
-}
-
-/** Whether `up` runs processes for the workload at all: a command to run, not suspended, not ignored. */
+/**
+ * Whether `up` runs processes for the workload at all: not suspended, not ignored, and something it
+ * can run (not-run.ts: a container with a command, not a cron workload).
+ */
 export function upRuns(workload: WorkloadModel, vendor: string): boolean {
-  return !workload.globallySuspended && !isIgnored(workload, vendor) && runnableContainers(workload).length > 0;
+  return !workload.globallySuspended && !isIgnored(workload, vendor) && notRunReason(workload) === undefined;
 }
 
 export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): ReplicaPlan[] {

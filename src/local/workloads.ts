@@ -2,7 +2,7 @@
  * The admin `/workloads` rows and the `svcproxy_workload_health` gauge (DESIGN §10): for every
  * workload of the snapshot (but ignored ones) and every location of its GVC, plus the removed ones
  * whose replicas are still stopping, its health (src/local/health.ts), ready and total replicas, and
- * version. Replicas come from the registry (`deployment` ones too); `up` adds what its supervisor
+ * version; under `up`, `notRun` says why nothing answers for a workload it cannot run (not-run.ts). Replicas come from the registry (`deployment` ones too); `up` adds what its supervisor
  * knows of the replicas it runs (start time, restarts, stopping). Under `up` the version is
  * `<VENDOR>_WORKLOAD_VERSION` of the newest running replica (the configured one when none runs);
  * other roles report the record's `version` member, or null. `HealthWatch` turns changes into
@@ -15,6 +15,7 @@ import type { Clock, Timer } from '../deps.js';
 import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
 import { workloadVersion } from './env.js';
 import { HEALTH_VALUES, loadingDeadlineMs, workloadHealth, type Health, type ReplicaFacts } from './health.js';
+import { notRunNotes, notRunReason } from './not-run.js';
 import { findWorkloadRecord, planReplicas } from './plan.js';
 import type { UpReplicaState } from './supervisor.js';
 
@@ -28,6 +29,11 @@ export interface WorkloadStatus {
   /** Replicas there (not stopping). */
   readonly replicas: number;
   readonly version: number | null;
+  /**
+   * Under `up`: why it runs no replica of the workload (not-run.ts: an image without a command, a
+   * cron workload), when none runs elsewhere either; the health is then `Unknown`.
+   */
+  readonly notRun?: string;
 }
 
 /** The record's own `version` member (the platform's bookkeeping), when it is a number. */
@@ -116,10 +122,11 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
       facts.push({ ready: false, stopping: true, wasReady: s.wasReady, restarts: s.restarts, startedAtMs: s.startedAtMs, checked: true });
     }
     const options = workload?.locationOptions.get(location) ?? workload?.defaultOptions;
-    const runnable = workload !== undefined && workload.containers.some((c) => c.command !== undefined && c.command !== '');
+    const runnable = workload !== undefined && notRunReason(workload) === undefined;
+    const suspended = workload !== undefined && (workload.globallySuspended || options?.suspend === true);
     const health = workloadHealth({
       configured: workload !== undefined,
-      suspended: workload !== undefined && (workload.globallySuspended || options?.suspend === true),
+      suspended,
       wanted: wanted !== undefined && runnable ? wanted.counts.get(pair) ?? 0 : undefined,
       replicas: facts,
       nowMs,
@@ -128,7 +135,9 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
     let version: number | null = newest?.workloadVersion ?? null;
     if (version === null && workload !== undefined) version = wanted !== undefined && runnable ? wanted.version(workload) : recordVersion(snapshot, workload);
     const [gvc, name] = splitKey(key);
-    rows.push({ workload: name, gvc, location, health, ready, replicas: live, version });
+    // Why nothing answers, under `up`, when it runs none of the workload and nothing else lists a replica.
+    const notRun = up !== undefined && !suspended && live === 0 ? notRunNotes(snapshot).get(key)?.reason : undefined;
+    rows.push({ workload: name, gvc, location, health, ready, replicas: live, version, ...(notRun === undefined ? {} : { notRun }) });
   };
 
   for (const workload of snapshot.workloads.values()) {

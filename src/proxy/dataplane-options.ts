@@ -34,6 +34,12 @@ export interface DataPlaneOptions {
    * `overloaded`. Default `MAX_HELD_PER_WORKLOAD`.
    */
   readonly maxHeldPerWorkload?: number;
+  /**
+   * `--org` (or `SVC_ORG`): the org of the mesh identities (`spiffe://ORG/...`) while the records
+   * carry no org record; the records' org wins (the CLI refuses another at start, a reload to
+   * another is rejected). Neither: `DEFAULT_ORG`.
+   */
+  readonly org?: string;
 }
 
 /** The identity of a standalone sidecar. */

@@ -29,7 +29,7 @@ import type { ErrorCode } from '../filter/index.js';
 import { Exchange, abortOnClientClose, type ExchangeObserver } from './exchange.js';
 import { runChain, EMPTY_CHAIN } from './filters.js';
 import { forwardHttp1, forwardHttp2, type ForwardHooks } from './forward.js';
-import { hasBody, SharedResources, type LocalReply } from '../filter/index.js';
+import { ERRORS, hasBody, SharedResources, type LocalReply } from '../filter/index.js';
 import type { Readable } from 'node:stream';
 import { DebugInfo, freshTraceparent, traceIdFor } from './debug.js';
 import type { FailureKind, RetryPolicy } from '../retry/policy.js';
@@ -105,6 +105,12 @@ export class DataPlane implements ExchangeObserver {
    * (in `location`, when fixed) is being started for it (`up`'s scaler, scale from zero).
    */
   activator: ((workload: string, location: string | undefined) => boolean) | undefined = undefined;
+  /**
+   * Asked when a request finds no replica and none to wait for: why nothing runs the workload (`up`:
+   * src/local/not-run.ts), said after `no healthy upstream: ` so clients matching the message still
+   * match; undefined: the plain answer. Off the request path: only a refused request asks.
+   */
+  notRun: ((workload: string) => string | undefined) | undefined = undefined;
   /** Requests waiting for a starting replica, per workload (see holdForStarting). */
   private readonly held = new Map<string, Set<HeldRequest>>();
   /** Each mesh caller's mTLS upstreams. */
@@ -126,6 +132,7 @@ export class DataPlane implements ExchangeObserver {
       route: (table, target, at) => this.route(table, target, at),
       anyReplica: this.anyReplica,
       record: (ex) => this.record(ex),
+      org: () => this.org,
     }, opts);
     opts.replicas.on('ready', (replica: Replica) => this.wakeHeld(replica));
     this.egress = new Egress({ metrics: opts.metrics, logger: opts.deps.logger.child({ component: 'egress' }) });
@@ -161,7 +168,7 @@ export class DataPlane implements ExchangeObserver {
 
   /** The org whose trust domain the mesh identities are in. */
   get org(): string {
-    return this.table.snapshot.org?.name ?? DEFAULT_ORG;
+    return this.table.snapshot.org?.name ?? this.opts.org ?? DEFAULT_ORG;
   }
 
   /** A mesh listener went away (a replica that stopped): drop every caller's connections to it. */
@@ -426,6 +433,12 @@ export class DataPlane implements ExchangeObserver {
     }
   }
 
+  /** 503 `no healthy upstream`, with why nothing runs the workload when `notRun` knows. */
+  private noHealthyUpstream(workload: string): LocalReply {
+    const why = this.notRun?.(workload);
+    return why === undefined ? { code: 'NO_HEALTHY_UPSTREAM' } : { code: 'NO_HEALTHY_UPSTREAM', message: `${ERRORS.NO_HEALTHY_UPSTREAM.message}: ${why}` };
+  }
+
   /** A replica turned ready: the requests waiting for its workload (and location) are routed. */
   private wakeHeld(replica: Replica): void {
     if (!replica.ready) return;
@@ -446,7 +459,7 @@ export class DataPlane implements ExchangeObserver {
         if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
         if (this.holdForStarting(ex, table, route, tls)) return;
       }
-      return ex.reply({ code: located.code });
+      return ex.reply(located.code === 'NO_HEALTHY_UPSTREAM' ? this.noHealthyUpstream(workload.key) : { code: located.code });
     }
     const location = located;
     ex.location = location;
@@ -461,7 +474,7 @@ export class DataPlane implements ExchangeObserver {
     if (!replica) {
       if (!waited && this.awaitFirstChecks(ex, table, route, tls)) return;
       if (this.holdForStarting(ex, table, route, tls)) return;
-      return ex.reply({ code: 'NO_HEALTHY_UPSTREAM' });
+      return ex.reply(this.noHealthyUpstream(workload.key));
     }
     // `autoscaling.maxConcurrency`: a replica takes at most that many requests at once; the rest
     // wait for one to finish (or for a new replica). An idle replica is under any cap: no lookup.

@@ -11,7 +11,11 @@
  * - an HTTP/1.1 request without `Host` (RFC 9112 §3.2; 400);
  * - a body on an upgrade or a CONNECT (`Content-Length` other than 0, or any `Transfer-Encoding`):
  *   the bytes after the head become the tunnel's, so an upstream would read the body as a second
- *   request, or wait for one that never comes;
+ *   request, or wait for one that never comes. An upgrade is what the HTTP/1.1 parser took for one
+ *   (llhttp: an `Upgrade` field and `upgrade` among the `Connection` options; Node's server then
+ *   hands the socket over with `req.upgrade` set). An `Upgrade` field alone is informational (RFC
+ *   9110 §7.8: the sender must list it in `Connection`), so such a request is ordinary: its body is
+ *   framed like any other's, and the field, hop-by-hop, is not forwarded (nginx does the same);
  * - more than one `Host` line (Node keeps the first and drops the rest, so two hops could route one
  *   request by different names);
  * - a `Host` with userinfo (`user@host`: not a valid Host, and a classic filter-bypass spelling);
@@ -67,7 +71,7 @@ export function requestProblem(req: DownstreamRequest): RequestProblem | undefin
     if (req.httpVersionMinor === 0) return { status: 400, reason: 'Transfer-Encoding in an HTTP/1.0 request' };
     if (te.trim().toLowerCase() !== 'chunked') return { status: 501, reason: `unsupported transfer coding "${te}"` };
   }
-  if (headers.upgrade !== undefined || req.method === 'CONNECT') {
+  if (req.method === 'CONNECT' || (req as { upgrade?: boolean }).upgrade === true) {
     const length = headers['content-length'];
     if (te !== undefined || (length !== undefined && Number(length) !== 0)) return { status: 400, reason: `a body on ${req.method === 'CONNECT' ? 'a CONNECT' : 'an upgrade'} request` };
   }

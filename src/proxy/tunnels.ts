@@ -20,7 +20,7 @@ import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { PortModel, WorkloadModel } from '../config/model.js';
 import type { MeshCaller } from '../firewall/internal.js';
-import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
+import { workloadUri } from '../mesh/index.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
 import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
@@ -66,6 +66,8 @@ export interface TunnelContext {
   readonly anyReplica: Pick<ReplicaRegistry, 'hasReady'>;
   /** Metrics, access-log line and telemetry of a finished exchange. */
   record(ex: Exchange): void;
+  /** The org whose trust domain the mesh identities are in. */
+  org(): string;
 }
 
 /** A CONNECT has no path (Envoy's `:path` is absent); domain routes are chosen as for `/`. */
@@ -268,7 +270,7 @@ export class Tunnels {
     ex.replica = replica;
     routeTo(replica);
     if (hop === 'mesh') {
-      ex.destinationPrincipal = workloadUri(table.snapshot.org?.name ?? DEFAULT_ORG, workload.gvc, workload.name);
+      ex.destinationPrincipal = workloadUri(this.ctx.org(), workload.gvc, workload.name);
       const mesh = ex.meshCaller!.tls!.options(ex.destinationPrincipal, 'http/1.1');
       return go({ address, port: route.port, path: route.upstreamPath, viaSidecar: true, mesh });
     }

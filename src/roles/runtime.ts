@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { DeploymentReplicaModel, ProbeModel, Settings, Snapshot } from '../config/model.js';
-import { ConfigStore } from '../config/index.js';
+import { ConfigStore, type ConfigStoreOptions } from '../config/index.js';
+import { orgConflict, placeProblem } from './place.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
 import { redact, startAdmin, type AdminServer } from '../admin/server.js';
@@ -58,8 +59,10 @@ export interface RuntimeOptions {
   /** `host:port` of the admin listener; undefined: none. */
   readonly admin?: string;
   readonly logger: Logger;
-  /** The location this ingress or sidecar serves. */
+  /** The location this ingress or sidecar serves (one of the configuration's, when it has any). */
   readonly location?: string;
+  /** `--org`: the org of the identity when the records have no org record; never another than theirs (src/roles/place.ts). */
+  readonly org?: string;
   /** A standalone sidecar's identity (role `sidecar`). */
   readonly sidecar?: Omit<SidecarIdentity, 'app'> & { readonly app: string };
   readonly watch?: boolean;
@@ -84,6 +87,18 @@ export interface RuntimeOptions {
   readonly worker?: string;
   /** `--dns-server HOST:PORT`: the servers asked for deployment replicas named by DNS; absent: the system's. */
   readonly dnsServers?: readonly string[];
+}
+
+/** The store a role reads its configuration with (a `--workers` primary's too). */
+export function storeOptions(opts: RuntimeOptions): ConfigStoreOptions {
+  const { org } = opts;
+  return {
+    ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
+    ...(opts.records ? { records: opts.records } : {}),
+    settings: opts.settings,
+    logger: opts.logger.child({ component: 'config' }),
+    ...(org !== undefined ? { refuse: (snapshot: Snapshot) => orgConflict(org, snapshot) } : {}),
+  };
 }
 
 /**
@@ -167,12 +182,12 @@ export class Runtime {
       random: opts.deps?.random ?? Math.random,
       logger: opts.deps?.logger ?? opts.logger,
     };
-    const store = opts.store ?? await ConfigStore.open({
-      ...(opts.configPaths ? { paths: [...opts.configPaths] } : {}),
-      ...(opts.records ? { records: opts.records } : {}),
-      settings: opts.settings,
-      logger: opts.logger.child({ component: 'config' }),
-    });
+    const store = opts.store ?? await ConfigStore.open(storeOptions(opts));
+    const problem = placeProblem(opts, store.current);
+    if (problem !== undefined) {
+      if (!opts.store) store.close();
+      throw new UsageError(problem);
+    }
     let runtime: Runtime | undefined;
     const metrics = new Metrics({
       defaultMetrics: true,
@@ -198,6 +213,7 @@ export class Runtime {
       // have no sidecar of their own: then every workload's chain is built.
       ...(onlyWorkload !== undefined ? { sidecarOf: onlyWorkload } : {}),
       ...(maxHeld !== undefined ? { maxHeldPerWorkload: maxHeld } : {}),
+      ...(opts.org !== undefined ? { org: opts.org } : {}),
       factories: opts.factories ?? defaultFactories(opts.extAuthCaFile ? { extAuth: { ca: readFileSync(opts.extAuthCaFile) } } : {}),
       // Inert (a flag check per hook) until some GVC traces or some sidecar.envoy has an accessLog.
       telemetry: opts.telemetry ?? await createTelemetry(store.current, {

@@ -1,6 +1,6 @@
 /**
  * The start-up summary of `svcproxy ingress` and `svcproxy sidecar` (said by src/summary.ts): role,
- * location, every listener, admin, the configuration's paths and what they hold, the sidecar's
+ * location, org, every listener, admin, the configuration's paths and what they hold, the sidecar's
  * identity and app, the mesh identity, the worker count. Read from what the Runtime already exposes
  * after it started (its bound listeners, store and mesh client), so nothing here runs again later.
  */
@@ -28,8 +28,11 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
   const identity = runtime.meshTls?.uri;
   const sidecar = options.sidecar;
   const paths = options.configPaths ?? [];
+  // The org of the identities, when something names one (the records, or --org); else none is shown.
+  const org = runtime.store.current.org !== undefined || options.org !== undefined ? runtime.dataplane.org : undefined;
   const rows: [string, string][] = [];
   if (options.location !== undefined) rows.push(['location', options.location]);
+  if (org !== undefined) rows.push(['org', org]);
   if (sidecar) rows.push(['workload', `${sidecar.workload}  replica ${sidecar.replica}  app ${sidecar.app}`]);
   for (const l of listeners) {
     if (l.kind === 'mesh') rows.push(['mesh', `http://${l.address}  (outbound: internal names, siblings, egress)`]);
@@ -49,6 +52,7 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
     fields: {
       role,
       ...(options.location !== undefined ? { location: options.location } : {}),
+      ...(org !== undefined ? { org } : {}),
       ...(sidecar ? { sidecar: { workload: sidecar.workload, replica: sidecar.replica, app: sidecar.app } } : {}),
       listeners,
       ...(admin !== undefined ? { admin } : {}),

@@ -25,6 +25,7 @@ import { DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 import { join, resolve } from 'node:path';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
+import { notRunNotes } from '../local/not-run.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
 import { PlatformApi, DEFAULT_API_ADDRESS, openOperatorKey } from '../local/api/index.js';
@@ -149,6 +150,10 @@ export async function startUp(options: UpOptions): Promise<Up> {
     ...(options.scaleDownWindowMs !== undefined ? { scaleDownWindowMs: options.scaleDownWindowMs } : {}),
   });
   runtime.dataplane.activator = (workload, location) => scaler.wake(workload, location);
+  // What up cannot run (src/local/not-run.ts): the 503's reason, and a line per workload, said once.
+  runtime.dataplane.notRun = (workload) => notRunNotes(runtime.store.current).get(workload)?.reason;
+  const sayNotRun = notRunSayer(logger.child({ component: 'up' }));
+  sayNotRun(runtime.store.current);
   supervisor = new Supervisor({
     registry: runtime.replicas,
     deps: runtime.deps,
@@ -171,6 +176,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   }
   scaler.start();
   runtime.store.on('change', (snapshot: Snapshot) => {
+    sayNotRun(snapshot);
     supervisor.apply(snapshot).catch((err: Error) => options.logger.error({ err }, 'applying the new configuration to the processes failed'));
   });
   // Health per workload and location (src/local/workloads.ts): `/workloads`, the gauge, and a line per change.
@@ -264,8 +270,10 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
     if (!byWorkload.has(key)) byWorkload.set(key, []);
     byWorkload.get(key)!.push(e);
   }
+  const notes = notRunNotes(snapshot);
   for (const [key, list] of byWorkload) {
     lines.push(`workload ${key}`);
+    for (const line of notes.get(key)?.lines ?? []) lines.push(`  note             ${line}`);
     for (const e of list) lines.push(`  ${e.kind.padEnd(17)}${endpointUrl(e, port, meshPort)}${e.location ? `  [${e.location}${e.replica !== undefined ? ` #${e.replica}` : ''}]` : ''}`);
   }
   if (demo) {
@@ -301,6 +309,24 @@ function meshCertTtl(text: string): number {
   const ms = parseDuration(text);
   if (ms === undefined || ms < 3000) throw new UsageError(`--mesh-cert-ttl must be a duration of at least 3s, not ${JSON.stringify(text)}`);
   return ms;
+}
+
+/**
+ * Logs (warn) each line of what `up` does not run of a workload (src/local/not-run.ts) the first time
+ * it is true: at start, then for what a reload adds or changes; never per request.
+ */
+export function notRunSayer(logger: Logger): (snapshot: Snapshot) => void {
+  let said = new Map<string, readonly string[]>();
+  return (snapshot) => {
+    const now = new Map<string, readonly string[]>();
+    for (const [key, note] of notRunNotes(snapshot)) {
+      const [gvc, workload] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
+      const before = said.get(key) ?? [];
+      for (const line of note.lines) if (!before.includes(line)) logger.warn({ workload, gvc }, `workload ${key}: ${line}`);
+      now.set(key, note.lines);
+    }
+    said = now;
+  };
 }
 
 /** Every (workload, location) `up` runs with `minScale` of 1 or more has a ready replica. */

@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { COMMANDS, FLAG_HELP, OPTIONS, flagsOf, type FlagName } from '../../src/flags.js';
-import { main, parseFlags } from '../../src/cli.js';
+import { parseFlags } from '../../src/cli.js';
+import { mainOf } from '../helpers/main.js';
 import { records, yamlDocuments } from '../helpers/harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -76,14 +77,18 @@ t.test('svcproxy COMMAND --help: its synopsis, exactly its flags with defaults, 
   }
 });
 
-t.test('the sidecar help says exactly which identity variables it reads, in order', async (t) => {
+t.test('the sidecar help says exactly which identity variables it reads, in order, the org\'s too', async (t) => {
   const r = await mainOf(['sidecar', '--help']);
   t.match(r.stdout, '  gvc       --gvc, SVCPROXY_GVC, SVC_GVC\n');
   t.match(r.stdout, '  workload  --workload, SVCPROXY_WORKLOAD, SVC_WORKLOAD\n');
   t.match(r.stdout, '  location  --location, SVCPROXY_LOCATION, SVC_LOCATION\n');
   t.match(r.stdout, '  replica   --replica, SVCPROXY_REPLICA, SVC_REPLICA, HOSTNAME, else WORKLOAD-0\n');
-  t.notMatch(r.stdout, /SVC_ORG/, 'no SVC_ORG: nothing reads it');
-  t.notMatch(r.stdout, /--org\b/);
+  t.match(r.stdout, '  org       the org record\'s name, else --org, SVCPROXY_ORG, SVC_ORG, else "local"\n');
+  t.match(r.stdout, /\n {2}--org ORG +the org of this process's identity/, '--org is a sidecar flag');
+  t.match(r.stdout, /\n {2}svcproxy sidecar .*\[--org ORG --gvc G/, 'and in its synopsis');
+  const ingress = await mainOf(['ingress', '--help']);
+  t.match(ingress.stdout, '  org       the org record\'s name, else --org, SVCPROXY_ORG, SVC_ORG, else "local"\n', 'ingress reads it the same way');
+  t.match(ingress.stdout, /\n {2}--org ORG +/);
 });
 
 t.test('usage errors: the message and one hint line, exit 2', async (t) => {
@@ -126,21 +131,6 @@ t.test('usage errors: the message and one hint line, exit 2', async (t) => {
     t.equal(lines[1], command ? `run "svcproxy ${command} --help" for usage` : 'run "svcproxy --help" for the commands');
   }
 });
-
-/** The real entry in this process: its exit code and what it wrote (it returns before starting anything). */
-async function mainOf(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [out, err] = [process.stdout.write, process.stderr.write];
-  let stdout = '';
-  let stderr = '';
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-  }
-}
 
 t.test('every command refuses every flag it does not take, naming the command', async (t) => {
   for (const c of COMMANDS) {

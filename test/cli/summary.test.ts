@@ -15,6 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TapLike } from '../helpers/harness.js';
 import { redisMissing, startRedis } from '../fixtures/ratelimit/servers.js';
+import { LocalCa } from '../../src/mesh/ca.js';
+import { writeCredentials } from '../mesh/fixtures.js';
 
 t.setTimeout(300_000);
 
@@ -86,6 +88,7 @@ t.test('ingress: one log line with location, listeners, admin, config and its re
   const s = await summaryOf(t, ['ingress', '--config', config, '--location', 'loc1', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0']);
   t.equal(s.role, 'ingress');
   t.equal(s.location, 'loc1');
+  t.equal(s.org, 'acme', 'the org record\'s');
   t.same(s.config, { paths: [config], records: 6, workloads: 1, gvcs: 1, domains: 1, deploymentReplicas: 2 });
   t.equal(s.workers, 1);
   const listeners = s.listeners as { address: string; kind: string }[];
@@ -121,6 +124,31 @@ t.test('sidecar identity from variables, in the order the help states', async (t
   });
   t.same(cpln.sidecar, { workload: 'g1/api', replica: 'api-3', app: '127.0.0.1:9' });
   t.equal(cpln.location, 'loc1');
+  // Its GVC is also the GVC of records that name none (as cpln apply --gvc): two GVCs, and the
+  // workload and deployment name neither.
+  const unplaced = RECORDS.map((r) => (r.kind === 'workload' || r.kind === 'deployment' ? Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'gvc')) : r));
+  writeFileSync(path.join(dir, 'applied.json'), JSON.stringify([...unplaced, { kind: 'gvc', name: 'g2' }]));
+  const applied = await summaryOf(t, ['sidecar', '--config', path.join(dir, 'applied.json'), '--app', '127.0.0.1:9', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0'], {
+    SVC_GVC: 'g1', SVC_WORKLOAD: 'api', SVC_LOCATION: 'loc1', SVC_REPLICA: 'api-0',
+  });
+  t.same(applied.sidecar, { workload: 'g1/api', replica: 'api-0', app: '127.0.0.1:9' }, 'records without gvc are its GVC\'s');
+  const config = await (await fetch(`http://${String(applied.admin)}/config`)).json() as { records?: { kind: string; name: string; gvc?: string }[] };
+  t.same(config.records?.filter((r) => r.kind === 'workload' || r.kind === 'deployment').map((r) => r.gvc), ['g1', 'g1'], 'the configuration in force places them there');
+});
+
+t.test('sidecar: the org of its identity from SVC_ORG when the records have none (and its certificate of that org)', async (t) => {
+  const dir = folder(t);
+  const config = path.join(dir, 'no-org.json');
+  writeFileSync(config, JSON.stringify(RECORDS.filter((r) => r.kind !== 'org')));
+  const ca = await LocalCa.open(path.join(dir, 'ca'), { org: 'acme' });
+  const mesh = await writeCredentials(dir, await ca.issue('spiffe://acme/gvc/g1/workload/api', 3600_000));
+  const s = await summaryOf(t, [
+    'sidecar', '--config', config, '--app', '127.0.0.1:9', '--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--mesh-inbound', '127.0.0.1:0',
+    '--mesh-cert', mesh.cert, '--mesh-key', mesh.key, '--mesh-ca', mesh.ca,
+  ], { SVC_ORG: 'acme', SVC_GVC: 'g1', SVC_WORKLOAD: 'api', SVC_LOCATION: 'loc1', SVC_REPLICA: 'api-0' });
+  t.equal(s.org, 'acme');
+  t.equal(s.identity, 'spiffe://acme/gvc/g1/workload/api');
+  t.same(s.sidecar, { workload: 'g1/api', replica: 'api-0', app: '127.0.0.1:9' });
 });
 
 t.test('ratelimit: listener, domains, rule count and the store', async (t) => {
@@ -184,6 +212,6 @@ t.test('on a terminal: a block, as up prints', { skip: script.status === 0 ? fal
       }
     });
   });
-  t.match(block, /^svcproxy ingress\n {2}location +loc1\n {2}listening +http:\/\/127\.0\.0\.1:\d+\n {2}admin +http:\/\/127\.0\.0\.1:\d+ /);
+  t.match(block, /^svcproxy ingress\n {2}location +loc1\n {2}org +acme\n {2}listening +http:\/\/127\.0\.0\.1:\d+\n {2}admin +http:\/\/127\.0\.0\.1:\d+ /);
   t.match(block, `config       ${config}  (6 records: 1 workload, 1 gvc, 1 domain, 2 deployment replicas)`);
 });

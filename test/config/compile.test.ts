@@ -94,7 +94,7 @@ t.test('defaults', async (t) => {
   t.same(w.primaryPort, { number: 3000, protocol: 'http' });
   t.equal(w.replicaDirect, false);
   t.equal(w.publishNotReadyAddresses, false);
-  t.same(w.containers[0], { name: 'main', args: [], env: [], ports: [{ number: 3000, protocol: 'http' }] });
+  t.same(w.containers[0], { name: 'main', args: [], env: [], ports: [{ number: 3000, protocol: 'http' }], volumes: [] });
   const probe = workload(snapshotOf()).containers[0]?.readinessProbe;
   t.same(probe, {
     kind: 'http', path: '/healthz', port: 8080, scheme: 'HTTP', httpHeaders: [],

@@ -48,7 +48,7 @@ t.test('a file that breaks many rules: every error, each at its path', async (t)
     'gvc/demo: spec.tracing.provider: at most one tracing-vendor member besides otel and controlplane (found lightstep, datadog)',
     'gvc/demo: spec.sidecar.envoy.accessLog[0].name: must be one of envoy.access_loggers.http_grpc',
     'gvc/demo: spec.sidecar.envoy.clusters[0].type: must be one of STATIC, STRICT_DNS, LOGICAL_DNS, EDS, ORIGINAL_DST',
-    'gvc/demo: spec.staticPlacement.locationLinks[1]: points to location mars, which is not defined',
+    'gvc/demo: spec.staticPlacement.locationLinks[1]: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)',
     'workload/api: spec.type: must be one of serverless, standard, stateful, cron',
     'workload/api: spec.containers[0].ports[0].number: must be an integer from 1 to 65535',
     'workload/api: spec.containers[0].ports[0].protocol: must be one of http, http2, grpc, tcp',
@@ -68,7 +68,7 @@ t.test('a file that breaks many rules: every error, each at its path', async (t)
     'domain/example.com: spec.ports[0].routes[2].workloadLink: must be a workload link (//workload/NAME, //gvc/GVC/workload/NAME or /org/ORG/gvc/GVC/workload/NAME)',
     'domain/example.com: spec.ports[0].routes[1].workloadLink: points to workload ghost in gvc demo, which is not defined',
     'deployment/api: status.locations[0].replicas[0].address: must be host:port (a host name or IP address, and a port from 1 to 65535)',
-    'deployment/api: status.locations[0].name: points to location mars, which is not defined',
+    'deployment/api: status.locations[0].name: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)',
   ]);
   t.ok(result.warnings.some((w) => w.endsWith(': workload/api: tags.svc/somethingNew: unknown svc/ tag (ignored)')));
 });

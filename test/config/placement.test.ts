@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import t from 'tap';
 import { defaultSettings } from '../../src/config/index.js';
-import { asInstant, asNumber, compareValues } from '../../src/config/location-query.js';
+import { asInstant, asNumber, compareValues, fuzzyContains } from '../../src/config/location-query.js';
 import { queryLocations } from '../../src/config/placement.js';
 import type { RawRecord } from '../../src/config/records.js';
 import { toSourced } from '../../src/config/snapshot.js';
@@ -32,7 +33,7 @@ const ALL = [AWS, GCP, AZURE, BYOK];
 
 const select = (terms: unknown[], more: Record<string, unknown> = {}) => queryLocations({ kind: 'location', spec: { terms, ...more } }, BY_NAME);
 
-type Case = [term: Record<string, unknown>, expected: string[]];
+type Case = [term: Record<string, unknown>, expected: string[], why?: string];
 const OPS: Readonly<Record<string, Case[]>> = {
   '=': [
     [{ property: 'provider', value: 'aws' }, [AWS]],
@@ -93,14 +94,39 @@ const OPS: Readonly<Record<string, Case[]>> = {
   ],
   '~': [
     [{ property: 'region', op: '~', value: 'us-*' }, [AWS, GCP]],
-    [{ property: 'name', op: '~', value: '*-US-EAST?' }, [GCP]],
-    [{ property: 'provider', op: '~', value: 'a?s' }, [AWS]],
-    [{ property: 'region', op: '~', value: 'us' }, []],
+    [{ property: 'name', op: '~', value: '-US-EAST' }, [GCP]],
+    [{ property: 'name', op: '~', value: 'US-*1' }, [GCP]],
+    [{ property: 'name', op: '~', value: 'aws*2' }, [AWS]],
+    [{ property: 'name', op: '~', value: '2*aws' }, []],
+    [{ property: 'provider', op: '~', value: 'a?s' }, [], 'a ? is itself'],
+    [{ property: 'region', op: '~', value: 'us' }, [AWS, GCP, AZURE]],
+    [{ property: 'region', op: '~', value: 'EAST' }, [GCP, AZURE]],
+    [{ property: 'region', op: '~', value: '' }, [AWS, GCP, AZURE]],
     [{ property: 'region', op: '~', value: '*' }, [AWS, GCP, AZURE]],
     [{ property: 'region', op: '~', value: 'us-(west)-2' }, []],
     [{ tag: 'team', op: '~', value: 'edge' }, [AWS]],
     [{ rel: 'self', op: '~', value: 'aws-*' }, [AWS]],
     [{ property: 'status.ipRanges', op: '~', value: '172.*' }, [AWS]],
+    [{ property: 'status.ipRanges', op: '~', value: '16.0' }, [AWS]],
+    [{ tag: 'tier', op: '~', value: 1 }, [AWS, AZURE]],
+    [{ tag: 'gpu', op: '~', value: 'TRUE' }, [AWS]],
+  ],
+  'the subject *': [
+    [{ property: '*', op: '~', value: 'east' }, [GCP, AZURE]],
+    [{ property: '*', op: '~', value: '172.16' }, [AWS], 'at any depth, in lists'],
+    [{ property: '*', op: '=', value: 'byok' }, [BYOK]],
+    [{ property: '*', op: '=', value: 9 }, [GCP]],
+    [{ property: '*', op: '~', value: 'location' }, [], 'kind is not searched'],
+    [{ property: '*', op: '~', value: 'Edge' }, [], 'nor tags'],
+    [{ property: '*', op: '~', value: 'acme' }, [], 'nor links'],
+    [{ property: '*', op: 'exists' }, ALL],
+    [{ tag: '*', op: '~', value: 'edge' }, [AWS]],
+    [{ tag: '*', op: '=', value: 2 }, [GCP]],
+    [{ tag: '*', op: 'exists' }, [AWS, GCP, AZURE]],
+    [{ tag: '*', op: '!exists' }, [BYOK]],
+    [{ rel: '*', op: '=', value: 'acme' }, [AWS, GCP]],
+    [{ rel: '*', op: '~', value: 'WEST' }, [AWS]],
+    [{ rel: '*', op: '!=', value: 'other' }, [AWS, GCP, BYOK]],
   ],
   '=~': [
     [{ property: 'region', op: '=~', value: 'east' }, [GCP, AZURE]],
@@ -143,7 +169,7 @@ const OPS: Readonly<Record<string, Case[]>> = {
 
 for (const [op, cases] of Object.entries(OPS)) {
   t.test(`op ${op}`, async (t) => {
-    for (const [term, expected] of cases) t.same(select([term]), expected, JSON.stringify(term));
+    for (const [term, expected, why] of cases) t.same(select([term]), expected, `${JSON.stringify(term)}${why === undefined ? '' : `: ${why}`}`);
   });
 }
 
@@ -154,6 +180,44 @@ t.test('regression: an ordering op used to select every location', async (t) => 
   t.same(queryLocations({ spec: { terms: [{ property: 'region', op: '<', value: 'a' }] } }, two), []);
   t.same(queryLocations({ spec: { terms: [{ rel: 'org', op: '=', value: 'nobody' }] } }, two), []);
   t.same(queryLocations({ spec: { terms: [{ property: 'region', op: '~', value: '*west*' }] } }, two), [AWS]);
+});
+
+t.test('regression: ~ is "contains, ignoring case", as the platform\'s own client uses it', async (t) => {
+  // Issue 35: `~` was a whole-text wildcard, so `name ~ europe` selected nothing.
+  const named = (...names: string[]) => new Map(names.map((name) => [name, { kind: 'location', name, region: name.split('-').slice(1).join('-') }]));
+  const locations = named('gcp-europe-west1', 'azure-westeurope', 'aws-us-east-2', 'gcp-us-east1', 'aws-eu-central-1');
+  const query = (terms: unknown[]) => queryLocations({ kind: 'location', spec: { terms } }, locations);
+  t.same(query([{ property: 'name', op: '~', value: 'europe' }]), ['gcp-europe-west1', 'azure-westeurope']);
+  t.same(query([{ property: 'name', op: '~', value: 'EuRoPe' }]), ['gcp-europe-west1', 'azure-westeurope'], 'either case');
+  t.same(query([{ property: 'region', op: '~', value: 'us-*' }]), ['aws-us-east-2', 'gcp-us-east1'], 'docs/configuration.md\'s example still holds');
+  t.same(query([{ property: 'region', op: '~', value: 'US-*1' }]), ['gcp-us-east1']);
+  t.same(query([{ property: 'name', op: '~', value: 'west*europe' }]), ['azure-westeurope'], 'pieces in order');
+  t.same(query([{ property: '*', op: '~', value: 'central' }]), ['aws-eu-central-1'], 'cpln\'s bare ~text: every property');
+  // cpln helm finds a release's secrets with {op: '~', property: 'name', value: 'cpln-helm-release'}.
+  const secrets = new Map(['cpln-helm-release-web-v1', 'cpln-helm-release-web-v2', 'cpln-release-old-v1', 'CPLN-HELM-RELEASE-api-v1', 'other']
+    .map((name) => [name, { kind: 'secret', name }]));
+  t.same(queryLocations({ kind: 'secret', spec: { match: 'any', terms: [{ op: '~', property: 'name', value: 'cpln-helm-release' }] } }, secrets),
+    ['cpln-helm-release-web-v1', 'cpln-helm-release-web-v2', 'CPLN-HELM-RELEASE-api-v1']);
+  t.same(queryLocations({ kind: 'secret', spec: { match: 'any', terms: [{ op: '~', property: 'name', value: 'cpln-release' }] } }, secrets),
+    ['cpln-release-old-v1'], 'the legacy prefix');
+});
+
+t.test('the terms cpln builds from its query options select what they say', async (t) => {
+  // The platform's CLI turns `--prop name~europe` and `--prop ~europe` into terms (commands/query.js);
+  // evaluated here, they select what a user of `cpln location query` expects.
+  const { expressionToTerm } = createRequire(import.meta.url)('@controlplane/cli/dist/src/commands/query.js') as {
+    expressionToTerm: (type: string, expr: string) => Record<string, unknown>;
+  };
+  const locations = new Map(['gcp-europe-west1', 'azure-westeurope', 'aws-us-east-2'].map((name) => [name, { kind: 'location', name, tags: { zone: name.slice(4) } }]));
+  const query = (type: string, expr: string) => queryLocations({ spec: { terms: [expressionToTerm(type, expr)] } }, locations);
+  t.same(expressionToTerm('property', '~europe'), { op: '~', property: '*', value: 'europe' }, 'what cpln sends for ~text');
+  t.same(query('property', 'name~europe'), ['gcp-europe-west1', 'azure-westeurope']);
+  t.same(query('property', '~EUROPE'), ['gcp-europe-west1', 'azure-westeurope']);
+  t.same(query('property', '*~us-'), ['aws-us-east-2']);
+  t.same(query('tag', '~west'), ['gcp-europe-west1', 'azure-westeurope']);
+  t.same(query('tag', 'zone~east'), ['aws-us-east-2']);
+  t.same(query('property', 'name=aws-us-east-2'), ['aws-us-east-2']);
+  t.same(query('property', 'name'), ['gcp-europe-west1', 'azure-westeurope', 'aws-us-east-2'], 'a bare name: exists');
 });
 
 t.test('match all, any, none', async (t) => {
@@ -304,11 +368,11 @@ function randomLocation(i: number): RawRecord {
 }
 const OP_NAMES = ['=', '>', '>=', '<', '<=', '!=', '~', '=~', 'exists', '!exists', 'contains'];
 function randomTerm(): Record<string, unknown> {
-  const term: Record<string, unknown> = pick([{ property: 'p' }, { tag: 't' }, { rel: pick(['org', 'self']) }]);
+  const term: Record<string, unknown> = pick([{ property: 'p' }, { tag: 't' }, { rel: pick(['org', 'self']) }, { [pick(['property', 'tag', 'rel'])]: '*' }]);
   const op = pick(OP_NAMES);
   if (op !== '=' || rand() < 0.5) term.op = op;
   if (op === '=~') term.value = pick(['^us', 'east$', '[0-9]', '(', 'E', '^$', 'acme|other']);
-  else if (op === '~') term.value = pick(['us-*', '*EAST*', '?', '*', 'a?c', 'a*b', '', '2024-*', 'acme', 'o*r']);
+  else if (op === '~') term.value = pick(['us-*', '*EAST*', '?', '*', 'a?c', 'a*b', '', '2024-*', 'acme', 'o*r', 'us', 'East', 'E*T', '**', '1', 'loc', 'T*:*Z']);
   else if (rand() < 0.95) term.value = rand() < 0.2 ? pick(['acme', 'other', 'us-east1', 'eastus', 'not-a-link']) : randomScalar();
   return term;
 }
@@ -338,32 +402,45 @@ function refCompare(a: unknown, b: unknown): number {
   const q = String(b);
   return p === q ? 0 : p < q ? -1 : 1;
 }
-function refWildcard(text: string, pattern: string): boolean {
-  // can[i][j]: does pattern[0..j) match text[0..i)?
-  const can = Array.from({ length: text.length + 1 }, () => new Array<boolean>(pattern.length + 1).fill(false));
+/** `~`: is `*` + pattern + `*` a whole-text match of the text, `*` any run and every other character itself? */
+function refFuzzy(text: string, pattern: string): boolean {
+  const p = `*${pattern}*`;
+  // can[i][j]: does p[0..j) match text[0..i)?
+  const can = Array.from({ length: text.length + 1 }, () => new Array<boolean>(p.length + 1).fill(false));
   can[0]![0] = true;
-  for (let j = 1; j <= pattern.length; j++) can[0]![j] = pattern[j - 1] === '*' && can[0]![j - 1]!;
+  for (let j = 1; j <= p.length; j++) can[0]![j] = p[j - 1] === '*' && can[0]![j - 1]!;
   for (let i = 1; i <= text.length; i++) {
-    for (let j = 1; j <= pattern.length; j++) {
-      const c = pattern[j - 1];
+    for (let j = 1; j <= p.length; j++) {
+      const c = p[j - 1];
       if (c === '*') can[i]![j] = can[i - 1]![j]! || can[i]![j - 1]!;
-      else can[i]![j] = (c === '?' || c === text[i - 1]) && can[i - 1]![j - 1]!;
+      else can[i]![j] = c === text[i - 1] && can[i - 1]![j - 1]!;
     }
   }
-  return can[text.length]![pattern.length]!;
+  return can[text.length]![p.length]!;
+}
+const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+function refLeaves(v: unknown): unknown[] {
+  if (scalar(v)) return [v];
+  if (Array.isArray(v)) return v.flatMap(refLeaves);
+  return typeof v === 'object' && v !== null ? Object.values(v).flatMap(refLeaves) : [];
 }
 function refSubject(loc: RawRecord, term: Record<string, unknown>): { present: boolean; values: unknown[] } {
-  let v: unknown;
   if (term.rel !== undefined) {
-    const links = Array.isArray(loc.links) ? loc.links.filter((l) => l.rel === term.rel) : [];
+    const links = Array.isArray(loc.links) ? loc.links.filter((l) => term.rel === '*' || l.rel === term.rel) : [];
     const names = links.map((l) => {
       const href = l.href as string;
       return href.startsWith('/') ? href.slice(href.lastIndexOf('/') + 1) : href;
     });
     return { present: links.length > 0, values: names };
   }
-  v = term.tag !== undefined ? (loc.tags as Record<string, unknown> | undefined)?.[term.tag as string] : loc.p;
-  const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+  if (term.property === '*' || term.tag === '*') {
+    // Tags hold scalars or lists of them (objects count as no value); properties are searched at any depth.
+    const values = term.tag === '*'
+      ? Object.values(loc.tags ?? {}).flatMap((v) => (Array.isArray(v) ? v.filter(scalar) : scalar(v) ? [v] : []))
+      : refLeaves(Object.entries(loc).filter(([k]) => k !== 'kind' && k !== 'tags' && k !== 'links').map(([, v]) => v));
+    return { present: values.length > 0, values };
+  }
+  const v = term.tag !== undefined ? (loc.tags as Record<string, unknown> | undefined)?.[term.tag as string] : loc.p;
   const values = Array.isArray(v) ? v.filter(scalar) : scalar(v) ? [v] : [];
   return { present: v !== undefined && v !== null, values };
 }
@@ -383,7 +460,7 @@ function refHolds(loc: RawRecord, term: Record<string, unknown>): boolean {
     case '<': return some((v) => refCompare(v, value) < 0);
     case '<=': return some((v) => refCompare(v, value) <= 0);
     case 'contains': return some((v) => String(v).indexOf(String(value)) !== -1);
-    case '~': return some((v) => refWildcard(String(v).toLowerCase(), String(value).toLowerCase()));
+    case '~': return some((v) => refFuzzy(String(v).toLowerCase(), String(value).toLowerCase()));
     case '=~': {
       try {
         const re = new RegExp(String(value));
@@ -395,6 +472,24 @@ function refHolds(loc: RawRecord, term: Record<string, unknown>): boolean {
     default: return false;
   }
 }
+
+t.test(`~ on generated texts and terms agrees with the reference (seed ${SEED})`, async (t) => {
+  // Small alphabets, so that pieces occur, repeat and overlap; letters whose lower case is longer (İ).
+  const text = (n: number) => Array.from({ length: Math.floor(rand() * n) }, () => pick(['a', 'b', 'A', 'B', '-', '?', 'İ', 'i', '.'])).join('');
+  const term = () => Array.from({ length: Math.floor(rand() * 6) }, () => pick(['a', 'b', 'B', '*', '*', '-', '?', 'i', 'İ', '.'])).join('');
+  let mismatches = 0;
+  for (let round = 0; round < 20_000 && mismatches < 5; round++) {
+    const [v, p] = [text(12), term()];
+    const expected = refFuzzy(v.toLowerCase(), p.toLowerCase());
+    if (fuzzyContains(v, p) !== expected) {
+      mismatches++;
+      t.equal(fuzzyContains(v, p), expected, `seed ${SEED}: ${JSON.stringify(v)} ~ ${JSON.stringify(p)}`);
+    }
+  }
+  t.equal(mismatches, 0, `20,000 pairs agree (seed ${SEED})`);
+  const long = 'a'.repeat(5000);
+  t.equal(fuzzyContains(long, `${'a*'.repeat(40)}b`), false, 'many stars over a long text: one scan per piece');
+});
 
 t.test(`generated records and terms agree with the reference (seed ${SEED})`, async (t) => {
   let mismatches = 0;
@@ -424,7 +519,6 @@ t.test(`generated sorts agree with the reference (seed ${SEED})`, async (t) => {
     const locations = Array.from({ length: 1 + Math.floor(rand() * 8) }, (_, i) => randomLocation(i));
     const order = pick(['asc', 'desc', undefined]);
     const got = queryLocations({ spec: { sort: { by: 'p', ...(order ? { order } : {}) } } }, new Map(locations.map((l) => [l.name as string, l])));
-    const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
     const withKey = locations.filter((l) => scalar(l.p));
     const without = locations.filter((l) => !scalar(l.p));
     const kind = withKey.every((l) => refNumber(l.p) !== undefined) ? refNumber

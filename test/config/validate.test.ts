@@ -33,6 +33,7 @@ function normalize(actual: readonly string[], expected: readonly string[]): stri
 }
 
 const LOC_FORMS = '//location/NAME or /org/ORG/location/NAME';
+const NOT_DEFINED = "which is not defined (no location record, and not one of the platform's locations";
 const WL_FORMS = '//workload/NAME, //gvc/GVC/workload/NAME or /org/ORG/gvc/GVC/workload/NAME';
 const TERMS = 'spec.staticPlacement.locationQuery.spec.terms[0]';
 const ENVOY = 'spec.sidecar.envoy';
@@ -46,7 +47,13 @@ const CASES: Readonly<Record<string, Case>> = {
     errors: ['workload/Spare: name: must be lowercase letters, digits and hyphens, starting and ending with a letter or digit'],
   },
   'name ending in a hyphen': { record: 'workload/spare', set: { name: 'spare-' }, errors: ['workload/spare-: name: must be lowercase letters, digits and hyphens, starting and ending with a letter or digit'] },
-  'name not a string': { record: 'location/gcp-us-east1', set: { name: 42 }, errors: ['location/42: name: must be a string', 'gvc/demo: spec.staticPlacement.locationLinks[1]: points to location gcp-us-east1, which is not defined', 'gvc/demo: spec.staticPlacement.locationOptions[0].locationLink: points to location gcp-us-east1, which is not defined', 'workload/api: spec.localOptions[0].location: points to location gcp-us-east1, which is not defined'] },
+  // gcp-us-east1 is one of the platform's own locations: the links to it still resolve without the record.
+  'name not a string': { record: 'location/gcp-us-east1', set: { name: 42 }, errors: ['location/42: name: must be a string'] },
+  'name not a string, a location of no platform': {
+    record: 'location/gcp-us-east1', set: { name: 42 },
+    add: [{ kind: 'location', name: 'lab-1', provider: 'lab', region: '1' }, { kind: 'gvc', name: 'lab', spec: { staticPlacement: { locationLinks: ['//location/lab-2'] } } }],
+    errors: ['location/42: name: must be a string', `gvc/lab: spec.staticPlacement.locationLinks[0]: points to location lab-2, ${NOT_DEFINED}; did you mean "lab-1"?)`],
+  },
   'name missing': { record: 'workload/spare', set: { name: undefined }, errors: ['workload/?: name: is required'] },
   'kind missing': { record: 'workload/spare', set: { kind: undefined }, errors: ['?/spare: kind: is required'] },
   'kind not a string': { record: 'workload/spare', set: { kind: 7 }, errors: ['7/spare: kind: must be a string'] },
@@ -104,7 +111,7 @@ const CASES: Readonly<Record<string, Case>> = {
   },
   'location link to nothing': {
     record: 'gvc/demo', set: { 'spec.staticPlacement.locationLinks[2]': '//location/mars' },
-    errors: ['gvc/demo: spec.staticPlacement.locationLinks[2]: points to location mars, which is not defined'],
+    errors: ['gvc/demo: spec.staticPlacement.locationLinks[2]: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)'],
   },
   'location link of another org': {
     record: 'gvc/demo', set: { 'spec.staticPlacement.locationLinks[0]': '/org/other/location/aws-us-west-2' },
@@ -136,7 +143,7 @@ const CASES: Readonly<Record<string, Case>> = {
   'latency offset a string': { record: 'gvc/demo', set: { 'spec.staticPlacement.locationOptions[0].latencyOffsetMs': '5' }, errors: ['gvc/demo: spec.staticPlacement.locationOptions[0].latencyOffsetMs: must be an integer'] },
   'latency tolerance negative': { record: 'gvc/demo', set: { 'spec.staticPlacement.locationOptions[0].latencyToleranceMs': -1 }, errors: ['gvc/demo: spec.staticPlacement.locationOptions[0].latencyToleranceMs: must be an integer of at least 0'] },
   'location options without a link': { record: 'gvc/demo', set: { 'spec.staticPlacement.locationOptions[0].locationLink': undefined }, errors: ['gvc/demo: spec.staticPlacement.locationOptions[0].locationLink: is required'] },
-  'location options to nothing': { record: 'gvc/demo', set: { 'spec.staticPlacement.locationOptions[0].locationLink': '//location/mars' }, errors: ['gvc/demo: spec.staticPlacement.locationOptions[0].locationLink: points to location mars, which is not defined'] },
+  'location options to nothing': { record: 'gvc/demo', set: { 'spec.staticPlacement.locationOptions[0].locationLink': '//location/mars' }, errors: ['gvc/demo: spec.staticPlacement.locationOptions[0].locationLink: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)'] },
   'alias workload link to nothing': { record: 'gvc/demo', set: { 'spec.aliasWorkloadLink': '//workload/nope' }, errors: ['gvc/demo: spec.aliasWorkloadLink: points to workload nope, which is not defined in gvc demo'] },
   'alias workload link malformed': { record: 'gvc/demo', set: { 'spec.aliasWorkloadLink': 'api' }, errors: [`gvc/demo: spec.aliasWorkloadLink: must be a workload link (${WL_FORMS})`] },
   'alias workload of another gvc': { record: 'gvc/demo', set: { 'spec.aliasWorkloadLink': '//gvc/other/workload/api' }, errors: ['gvc/demo: spec.aliasWorkloadLink: must point to a workload of this GVC, not of gvc other'] },
@@ -334,7 +341,7 @@ const CASES: Readonly<Record<string, Case>> = {
   },
   'grace period negative': { record: 'workload/api', set: { 'spec.rolloutOptions.terminationGracePeriodSeconds': -1 }, errors: ['workload/api: spec.rolloutOptions.terminationGracePeriodSeconds: must be a number of at least 0'] },
   'scaling policy': { record: 'workload/api', set: { 'spec.rolloutOptions.scalingPolicy': 'Serial' }, errors: ['workload/api: spec.rolloutOptions.scalingPolicy: must be one of OrderedReady, Parallel'] },
-  'max surge': { record: 'workload/api', set: { 'spec.rolloutOptions.maxSurgeReplicas': 'half' }, errors: ['workload/api: spec.rolloutOptions.maxSurgeReplicas: must be an integer of at least 0 or a percentage such as 25%'] },
+  'max surge': { record: 'workload/api', set: { 'spec.rolloutOptions.maxSurgeReplicas': 'half' }, errors: ["workload/api: spec.rolloutOptions.maxSurgeReplicas: must be an integer of at least 0 (a number, or a string of digits such as '1') or a percentage such as 25%"] },
   'allow CIDR prefix too long': {
     record: 'workload/api', set: { 'spec.firewallConfig.external.inboundAllowCIDR': ['10.0.0.0/33', '2001:db8::/48', '::1'] },
     errors: ['workload/api: spec.firewallConfig.external.inboundAllowCIDR[0]: must be an IPv4 or IPv6 address or CIDR range'],
@@ -376,11 +383,11 @@ const CASES: Readonly<Record<string, Case>> = {
   },
   'internal allow type': { record: 'workload/api', set: { 'spec.firewallConfig.internal.inboundAllowType': 'all' }, errors: ['workload/api: spec.firewallConfig.internal.inboundAllowType: must be one of none, same-gvc, same-org, workload-list'] },
   'gvc to nothing': { record: 'workload/spare', set: { gvc: 'nope' }, errors: ['workload/spare: gvc: points to gvc nope, which is not defined'] },
-  'gvc missing': { record: 'workload/spare', set: { gvc: undefined }, errors: ['workload/spare: gvc: is required (the GVC name, or a links entry with rel gvc)'] },
+  'gvc missing, and several gvcs': { record: 'workload/spare', set: { gvc: undefined }, add: [{ kind: 'gvc', name: 'other' }], errors: ['workload/spare: gvc: is required: name the GVC here, or pass --gvc NAME as to cpln apply (the records define 2 gvcs: demo, other)'] },
   'gvc malformed link': { record: 'workload/spare', set: { gvc: '//location/demo' }, errors: ['workload/spare: gvc: must be a GVC name or link (//gvc/NAME or /org/ORG/gvc/NAME)'] },
   'gvc from a link': { record: 'workload/spare', set: { gvc: undefined, links: [{ rel: 'gvc', href: '/org/acme/gvc/demo' }] }, errors: [] },
   'gvc from the self link': { record: 'workload/spare', set: { gvc: undefined, links: [{ rel: 'self', href: '/org/acme/gvc/demo/workload/spare' }] }, errors: [] },
-  'local options location to nothing': { record: 'workload/api', set: { 'spec.localOptions[0].location': 'mars' }, errors: ['workload/api: spec.localOptions[0].location: points to location mars, which is not defined'] },
+  'local options location to nothing': { record: 'workload/api', set: { 'spec.localOptions[0].location': 'mars' }, errors: ['workload/api: spec.localOptions[0].location: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)'] },
   'local options location malformed': { record: 'workload/api', set: { 'spec.localOptions[0].location': '//gvc/mars' }, errors: [`workload/api: spec.localOptions[0].location: must be a location name or link (${LOC_FORMS})`] },
   'local options location as a link': { record: 'workload/api', set: { 'spec.localOptions[0].location': '//location/gcp-us-east1' }, errors: [] },
   'local options twice': {
@@ -432,7 +439,7 @@ const CASES: Readonly<Record<string, Case>> = {
   'replica ready': { record: 'deployment/api', set: { 'status.locations[0].replicas[0].ready': 'no' }, errors: ['deployment/api: status.locations[0].replicas[0].ready: must be true or false'] },
   'replica name missing': { record: 'deployment/api', set: { 'status.locations[0].replicas[0].name': undefined }, errors: ['deployment/api: status.locations[0].replicas[0].name: is required'] },
   'replica name twice': { record: 'deployment/api', set: { 'status.locations[0].replicas[1]': { name: 'api-0', address: 'h:1' } }, errors: ['deployment/api: status.locations[0].replicas[1].name: duplicate replica name api-0 in this location'] },
-  'deployment location to nothing': { record: 'deployment/api', set: { 'status.locations[0].name': 'mars' }, errors: ['deployment/api: status.locations[0].name: points to location mars, which is not defined'] },
+  'deployment location to nothing': { record: 'deployment/api', set: { 'status.locations[0].name': 'mars' }, errors: ['deployment/api: status.locations[0].name: points to location mars, which is not defined (no location record, and not one of the platform\'s locations)'] },
   'deployment workload to nothing': { record: 'deployment/api', set: { name: 'ghost' }, errors: ['deployment/ghost: name: names workload ghost, which is not defined in gvc demo'] },
   'deployment gvc to nothing': { record: 'deployment/api', set: { gvc: 'nope' }, errors: ['deployment/api: gvc: points to gvc nope, which is not defined'] },
 };

@@ -48,6 +48,8 @@ import { startApi, type ApiUp } from '../helpers/client.js';
 /** Flags of other programs that the prose names, each with its program. */
 const FOREIGN: Record<string, string> = {
   only: 'npm run bench',
+  http2: 'curl',
+  prop: 'cpln (the platform\'s CLI: cpln location query --prop ~TEXT)',
   rounds: 'npm run bench',
   root: 'node bench/dist/instructions.js',
   'single-threaded': 'valgrind',
@@ -124,6 +126,30 @@ t.test('every option is documented in docs/, and every --flag in the prose is an
   t.same(undocumented, [], 'every option of src/flags.ts and src/client/args.ts is written as --NAME somewhere in docs/');
   const unknown = docFiles().flatMap(proseFlags).filter(({ flag }) => !(flag in OPTIONS) && !(flag in CLIENT_OPTIONS) && !(flag in FOREIGN));
   t.same(unknown.map(({ flag, where }) => `${where}: --${flag}`), [], 'every --flag in the prose is an option of svcproxy (or listed in FOREIGN)');
+});
+
+t.test('docs/commands.md\'s table of the flags each command reads is the program\'s (FLAG_HELP)', async (t) => {
+  const text = readFileSync(path.join(ROOT, 'docs/commands.md'), 'utf8');
+  const section = text.split('Which command reads which flags')[1]?.split('\nExit codes')[0] ?? '';
+  // The table's shorthands: "the limits", "as `ingress`, plus ...", and what the sentence above it
+  // says every record reader and every command reads.
+  const limits = ['headers-timeout', 'idle-timeout', 'max-connections', 'max-requests-per-connection', 'max-concurrent-streams', 'max-event-loop-delay'];
+  const implicit = new Set(['log-level', 'verbose', 'debug', 'help', 'app-domain', 'direct-domain', 'internal-domain', 'vendor']);
+  const rows = new Map<string, Set<string>>();
+  for (const line of section.split('\n')) {
+    const m = /^\| `([a-z]+)` \| (.*) \|$/.exec(line);
+    if (!m) continue;
+    const flags = [...m[2]!.matchAll(/--([a-z-]+)/g)].map((x) => x[1]!);
+    if (m[2]!.includes('the limits')) flags.push(...limits);
+    const as = /^as `([a-z]+)`/.exec(m[2]!)?.[1];
+    if (as !== undefined) flags.push(...(rows.get(as) ?? []));
+    rows.set(m[1]!, new Set(flags));
+  }
+  for (const command of flagsModule.COMMANDS) {
+    const listedHere = [...(rows.get(command) ?? [])].sort();
+    const takes = flagsModule.flagsOf(command).filter((f) => !implicit.has(f)).sort();
+    t.same(listedHere, takes, `${command}: the flags the table lists are the ones it takes`);
+  }
 });
 
 /** The records a `--config /etc/svcproxy` stands for. */

@@ -173,6 +173,7 @@ function container(c: ContainerInput, i: number): ContainerModel {
     args: c.args ?? [],
     env: Object.entries(c.env ?? {}).map(([name, value]) => ({ name, value })),
     ports: (c.ports ?? []).map(port),
+    volumes: [],
     readinessProbe: c.readinessProbe,
     livenessProbe: c.livenessProbe,
   });

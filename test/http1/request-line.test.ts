@@ -12,6 +12,7 @@ import t from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
+import type { Duplex } from 'node:stream';
 import { readPlainRequestHead } from '../../src/http1/request-line.js';
 import { prng, testSeed } from '../helpers/seed.js';
 
@@ -35,6 +36,9 @@ t.test('ordinary heads are read', async (t) => {
   t.same(read('POST /p HTTP/1.1\r\nContent-Length: 0\r\nConnection: Keep-Alive\r\n\r\n')?.headers, { 'content-length': '0', connection: 'Keep-Alive' });
   t.equal(read('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n')?.url, '*');
   t.equal(read('GET / HTTP/1.1\r\nX-Latin: caf\xe9\r\n\r\n')?.headers['x-latin'], 'caf\xe9', 'obs-text in a value');
+  // RFC 9110 §7.8: without `upgrade` in Connection, Upgrade asks for nothing (llhttp agrees; test below).
+  t.same(read('POST /x HTTP/1.1\r\nUpgrade: websocket\r\nContent-Length: 5\r\n\r\nhello')?.headers, { upgrade: 'websocket', 'content-length': '5' }, 'an Upgrade field alone');
+  t.equal(read('GET / HTTP/1.1\r\nConnection: keep-alive\r\nUpgrade: h2c\r\n\r\n')?.url, '/', 'an Upgrade field beside Connection: keep-alive');
 });
 
 t.test('everything unusual is left to Node', async (t) => {
@@ -60,6 +64,7 @@ t.test('everything unusual is left to Node', async (t) => {
     ['length and chunked', 'POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n'],
     ['chunked', 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
     ['upgrade', 'GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
+    ['upgrade, keep-alive', 'GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n'],
     ['h2c upgrade', 'GET / HTTP/1.1\r\nUpgrade: h2c\r\nHTTP2-Settings: AAA\r\n\r\n'],
     ['connection close', 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n'],
     ['expect', 'PUT / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n'],
@@ -105,8 +110,36 @@ async function nodeReads(port: number, text: string, seen: Map<string, unknown>)
   return seen.get(id);
 }
 
+/**
+ * Node's own HTTP/1.1 server as the oracle: what it hands its request handler for each probe (by its
+ * X-Probe-Id), `'an upgrade'` when llhttp took the head for one (it has an 'upgrade' listener, as the
+ * proxy's listener has), nothing when it answered an error.
+ */
+async function nodeOracle(t: { teardown(fn: () => unknown): void }): Promise<{ port: number; seen: Map<string, unknown> }> {
+  const seen = new Map<string, unknown>();
+  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
+    const id = req.headers['x-probe-id'] as string;
+    const rawHeaders = [...req.rawHeaders];
+    rawHeaders.splice(rawHeaders.indexOf('X-Probe-Id'), 2);
+    const headers = { ...req.headers };
+    delete headers['x-probe-id'];
+    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
+    req.resume();
+    res.end();
+  });
+  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex) => {
+    seen.set(req.headers['x-probe-id'] as string, 'an upgrade');
+    socket.destroy();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  return { port: (server.address() as net.AddressInfo).port, seen };
+}
+
 const NAMES = ['Host', 'host', 'Accept', 'X-Forwarded-For', 'x-request-id', 'Content-Length', 'Connection', 'User-Agent', 'Cookie', 'X-A', 'X-A', 'TE', 'Transfer-Encoding', 'Upgrade'];
-const VALUES = ['x.example', '', ' padded ', '\tt\t', '0', '12', 'keep-alive', 'close', 'a, b', 'caf\xe9', 'a=1; b=2', 'x\x01y', 'chunked', 'websocket', '"q"'];
+const VALUES = ['x.example', '', ' padded ', '\tt\t', '0', '12', 'keep-alive', 'close', 'a, b', 'caf\xe9', 'a=1; b=2', 'x\x01y', 'chunked', 'websocket', '"q"', 'upgrade', 'Upgrade, keep-alive', 'h2c'];
 const TARGETS = ['/', '/a/b?c=d', '*', 'http://h.example/p', '/%2e%2e/x', '/a#frag', "/!$&'()*+,;=:@"];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'get'];
 
@@ -115,22 +148,7 @@ function pick<T>(list: readonly T[], rnd: () => number): T {
 }
 
 t.test('every head it reads, Node reads the same way', async (t) => {
-  const seen = new Map<string, unknown>();
-  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
-    const id = req.headers['x-probe-id'] as string;
-    const rawHeaders = [...req.rawHeaders];
-    const at = rawHeaders.indexOf('X-Probe-Id');
-    rawHeaders.splice(at, 2);
-    const headers = { ...req.headers };
-    delete headers['x-probe-id'];
-    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
-    req.resume();
-    res.end();
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
+  const { port, seen } = await nodeOracle(t);
   let seed = 7;
   const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   let read = 0;
@@ -208,22 +226,7 @@ function mutatedHead(rnd: () => number): string {
 }
 
 t.test(`every head Node's server refuses, the quick reader declines (seed ${SEED})`, async (t) => {
-  const seen = new Map<string, unknown>();
-  const server = http.createServer({ requireHostHeader: false, maxHeaderSize: MAX }, (req, res) => {
-    const id = req.headers['x-probe-id'] as string;
-    const rawHeaders = [...req.rawHeaders];
-    rawHeaders.splice(rawHeaders.indexOf('X-Probe-Id'), 2);
-    const headers = { ...req.headers };
-    delete headers['x-probe-id'];
-    seen.set(id, { method: req.method, url: req.url, headers, rawHeaders, version: req.httpVersion });
-    req.resume();
-    res.end();
-  });
-  server.on('clientError', (_err, socket) => socket.destroy());
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
+  const { port, seen } = await nodeOracle(t);
   const rnd = prng(SEED);
   const served: string[] = [];
   const total = 12_000;
@@ -244,4 +247,56 @@ t.test(`every head Node's server refuses, the quick reader declines (seed ${SEED
   }
   t.equal(alike, served.length, `${served.length} of ${total} mutated heads served by the quick reader, each read alike by Node; the rest declined`);
   t.ok(served.length >= 100 && served.length < total / 2, 'both sides exercised');
+});
+
+const UPGRADE_VALUES = ['websocket', 'WebSocket', 'h2c', 'websocket, h2c', 'HTTP/2.0', '', 'x'];
+const CONNECTION_VALUES = [
+  'Upgrade', 'upgrade', 'UPGRADE', 'keep-alive', 'Keep-Alive', 'keep-alive, Upgrade', 'Upgrade, keep-alive', 'close', 'upgrade, close',
+  'Upgrade, HTTP2-Settings', 'upgradex', 'x-upgrade', 'up grade', ' upgrade', 'upgrade ', ',upgrade', 'upgrade,', 'upgrade\t', 'keep-alive\t', 'te',
+];
+
+t.test(`Upgrade and Connection combinations: the quick reader serves exactly what llhttp reads as an ordinary request (seed ${SEED})`, async (t) => {
+  // The oracle is Node's own server with an 'upgrade' listener, as the proxy's listener has: llhttp
+  // decides what is an upgrade (an Upgrade field and `upgrade` among the Connection options).
+  const { port, seen } = await nodeOracle(t);
+  const rnd = prng(SEED + 35);
+  const heads: string[] = [];
+  for (let i = 0; i < 600; i++) {
+    const fields: string[] = ['Host: x.example'];
+    for (let n = Math.floor(rnd() * 3); n > 0; n--) fields.push(`Upgrade: ${pick(UPGRADE_VALUES, rnd)}`);
+    for (let n = Math.floor(rnd() * 2.4); n > 0; n--) fields.push(`Connection: ${pick(CONNECTION_VALUES, rnd)}`);
+    if (rnd() < 0.2) fields.push('Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==');
+    const body = rnd() < 0.5 ? 'hello' : '';
+    if (body || rnd() < 0.2) fields.push(`Content-Length: ${body.length}`);
+    // Shuffled, so Connection comes before Upgrade as often as after.
+    for (let j = fields.length - 1; j > 0; j--) {
+      const k = Math.floor(rnd() * (j + 1));
+      [fields[j], fields[k]] = [fields[k]!, fields[j]!];
+    }
+    heads.push(`${pick(['GET', 'POST', 'PUT', 'OPTIONS'], rnd)} /u HTTP/1.1\r\n${fields.map((f) => `${f}\r\n`).join('')}\r\n${body}`);
+  }
+  const counts = { upgrades: 0, ordinary: 0, servedWithUpgrade: 0 };
+  for (let i = 0; i < heads.length; i += 20) {
+    const batch = heads.slice(i, i + 20);
+    const node = await Promise.all(batch.map((text) => nodeReads(port, text, seen)));
+    batch.forEach((text, j) => {
+      const verdict = node[j];
+      const ours = readPlainRequestHead(Buffer.from(text, 'latin1'), MAX);
+      if (verdict === 'an upgrade') counts.upgrades++;
+      else if (verdict !== undefined) counts.ordinary++;
+      if (ours !== undefined) {
+        const mine = { method: ours.method, url: ours.url, headers: ours.headers, rawHeaders: ours.rawHeaders, version: '1.1' };
+        if (ours.headers.upgrade !== undefined) counts.servedWithUpgrade++;
+        t.same(verdict, mine, `seed ${SEED}: served by the quick reader, so Node must read it as this ordinary request: ${JSON.stringify(text)}`);
+        return;
+      }
+      // Declined: fine unless it is ordinary and plain (one Upgrade line at most, no Connection but keep-alive).
+      if (verdict === undefined || verdict === 'an upgrade') return;
+      const lines = (name: string) => text.split('\r\n').filter((l) => l.toLowerCase().startsWith(`${name}:`));
+      const connection = lines('connection');
+      const plain = lines('upgrade').length <= 1 && (connection.length === 0 || (connection.length === 1 && /^connection: keep-alive\s*$/i.test(connection[0]!)));
+      if (plain) t.fail(`seed ${SEED}: an ordinary request with an informational Upgrade was declined: ${JSON.stringify(text)}`);
+    });
+  }
+  t.ok(counts.upgrades > 50 && counts.ordinary > 50 && counts.servedWithUpgrade > 20, `both kinds exercised: ${JSON.stringify(counts)}`);
 });

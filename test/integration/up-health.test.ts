@@ -4,16 +4,23 @@
  * gauge): a replica that answers goes Loading -> Healthy, one that crashes at start goes
  * Loading -> Unhealthy, a removed one is Deleting while its process (which ignores SIGTERM) stops.
  * A workload tagged `svc/ignore: true` gets no process, its canonical host answers 404, and the load
- * says so once as a warning.
+ * says so once as a warning. Beside them, a GVC in the shape of the platform's own example manifests
+ * (test/config/fixtures/platform/shop.yaml: no gvc members, the platform's locations, `'1'` counts),
+ * put in its GVC by `--gvc`: its image-only workloads and its cron workload get no process, their host
+ * names answer 503 `no healthy upstream: svcproxy up runs no image (...)`, their `/workloads` rows say
+ * why (`notRun`, health Unknown), and up says so once per workload, not per request.
  */
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startUp } from '../../src/roles/up.js';
 import { defaultSettings } from '../../src/config/index.js';
 import type { HealthChange, WorkloadStatus } from '../../src/local/workloads.js';
 import { request, waitFor } from '../helpers/harness.js';
 import { captureLogger, echoContainer, NODE, tempDir } from '../mesh/fixtures.js';
+
+const SHOP = fileURLToPath(new URL('../config/fixtures/platform/shop.yaml', import.meta.url));
 
 const OPEN = { external: { inboundAllowCIDR: ['0.0.0.0/0'] } };
 
@@ -49,8 +56,9 @@ t.test('health per workload and location; svc/ignore', async (t) => {
   const changes: HealthChange[] = [];
   const { logger, entries } = captureLogger();
   const up = await startUp({
-    settings: defaultSettings,
-    configPaths: [file],
+    // Two GVCs: the shop's workloads, which name none, belong to --gvc.
+    settings: { ...defaultSettings, gvc: 'shop' },
+    configPaths: [file, SHOP],
     listen: ['127.0.0.1:0'],
     admin: '127.0.0.1:0',
     logger,
@@ -95,6 +103,29 @@ t.test('health per workload and location; svc/ignore', async (t) => {
   t.equal(JSON.parse(answer.body).message, 'no route');
   t.equal((await request(port, snapshot.workloads.get('g1/web')!.canonicalHost, '/')).status, 200, 'another workload of the GVC answers');
   t.equal(snapshot.warnings.filter((w) => w.includes('svc/ignore')).length, 1, 'the ignore tag is warned about once');
+
+  // What up cannot run: an image without a command, a cron workload. No process, and a reason everywhere.
+  t.same(snapshot.gvcs.get('shop')?.locations, ['aws-eu-central-1', 'azure-eastus2', 'gcp-us-west1'], 'the shop runs in the platform\'s locations');
+  t.notOk(up.supervisor.processes().some((p) => p.workload.startsWith('shop/')), 'no process for an image, nor for the cron workload\'s command');
+  const front = snapshot.workloads.get('shop/front')!;
+  const noImage = 'svcproxy up runs no image (container server has image registry.example/shop/front:v1.2.0 and no command)';
+  for (const host of [front.canonicalHost, front.canonicalHost.replace('.app.localhost', '.azure-eastus2.direct.localhost')]) {
+    for (let i = 0; i < 3; i++) {
+      const refused = await request(port, host, '/');
+      t.equal(refused.status, 503, host);
+      t.equal(JSON.parse(refused.body).message, `no healthy upstream: ${noImage}`, 'the 503 says why, after the usual message');
+    }
+  }
+  const shopRows = (JSON.parse((await request(adminPort, '127.0.0.1', '/workloads')).body) as WorkloadStatus[]).filter((r) => r.gvc === 'shop');
+  t.same(shopRows.filter((r) => r.workload === 'front').map((r) => [r.location, r.health, r.notRun]), [
+    ['aws-eu-central-1', 'Unknown', noImage], ['azure-eastus2', 'Unknown', noImage], ['gcp-us-west1', 'Unknown', noImage],
+  ], '/workloads: health Unknown, and why');
+  t.match(shopRows.find((r) => r.workload === 'cart'), { health: 'Unknown', notRun: 'svcproxy up runs no image (container redis has image redis:alpine and no command)' });
+  t.match(shopRows.find((r) => r.workload === 'nightly'), { health: 'Unknown', notRun: /^svcproxy up runs no cron workload/ });
+  t.equal(rows.find((r) => r.workload === 'web')?.notRun, undefined, 'a workload up runs has no such field');
+  const said = entries.filter((e) => e.component === 'up' && e.workload === 'front');
+  t.same(said.map((e) => e.msg), [`workload shop/front: ${noImage}: its host names answer 503 no healthy upstream`], 'said once, at start, not per request');
+  t.equal(entries.filter((e) => e.component === 'up' && e.gvc === 'shop').length, 3, 'once for each of the three');
 
   // Removed by a reload: Deleting while its process stops (it ignores SIGTERM: up to the 3 s grace).
   await writeFile(file, JSON.stringify([...base, crash, skipped]));

@@ -22,7 +22,7 @@ export const LOCATIONS: readonly LocationModel[] = [
 ];
 
 export function container(overrides: Partial<ContainerModel> = {}): ContainerModel {
-  return { name: 'app', args: [], env: [], ports: [{ number: 8080, protocol: 'http' }], ...overrides };
+  return { name: 'app', args: [], env: [], ports: [{ number: 8080, protocol: 'http' }], volumes: [], ...overrides };
 }
 
 export function probe(overrides: Partial<ProbeModel> = {}): ProbeModel {

@@ -10,7 +10,7 @@ t.test('rolloutLimits: numbers, percentages (surge up, unavailable down), defaul
     ['50% of 4 (the spec\'s example)', { maxSurgeReplicas: '50%', maxUnavailableReplicas: 0 }, 4, { surge: 2, unavailable: 0 }],
     ['both 0: one surges', { maxSurgeReplicas: 0, maxUnavailableReplicas: 0 }, 2, { surge: 1, unavailable: 0 }],
     ['unavailable never above the count', { maxSurgeReplicas: 0, maxUnavailableReplicas: 9 }, 2, { surge: 0, unavailable: 2 }],
-    ['unreadable: the default', { maxSurgeReplicas: 'lots', maxUnavailableReplicas: -1 }, 4, { surge: 1, unavailable: 0 }],
+    ['unreadable (a hand-built model; compiled ones never are): the default', { maxSurgeReplicas: 'lots' as `${number}%`, maxUnavailableReplicas: -1 }, 4, { surge: 1, unavailable: 0 }],
   ];
   for (const [name, rollout, desired, want] of cases) t.same(rolloutLimits(rollout, desired), want, name);
 });

@@ -1,12 +1,14 @@
 /**
  * `requestProblem`, the head checks Node's parsers leave to the proxy, as a table: duplicate Host
- * lines, userinfo in Host, Host against :authority on HTTP/2, transfer codings other than chunked.
+ * lines, userinfo in Host, Host against :authority on HTTP/2, transfer codings other than chunked, a
+ * body on an upgrade (what the parser took for one, not any request with an Upgrade field).
  */
 import t from 'tap';
 import type { DownstreamRequest } from '../../src/proxy/errors.js';
 import { requestProblem } from '../../src/proxy/sanitize.js';
 
-function h1(raw: string[], version = '1.1', method = 'GET'): DownstreamRequest {
+/** `upgrade`: Node's server took it for one (llhttp: Upgrade and `Connection: upgrade`), as on its 'upgrade' event. */
+function h1(raw: string[], version = '1.1', method = 'GET', upgrade = false): DownstreamRequest {
   const headers: Record<string, string> = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
@@ -15,7 +17,7 @@ function h1(raw: string[], version = '1.1', method = 'GET'): DownstreamRequest {
     headers[name] = headers[name] === undefined ? raw[i + 1]! : `${headers[name]}, ${raw[i + 1]!}`;
   }
   const [major, minor] = version.split('.').map(Number);
-  return { httpVersion: version, httpVersionMajor: major, httpVersionMinor: minor, method, headers, rawHeaders: raw } as unknown as DownstreamRequest;
+  return { httpVersion: version, httpVersionMajor: major, httpVersionMinor: minor, method, headers, rawHeaders: raw, upgrade } as unknown as DownstreamRequest;
 }
 
 function h2(headers: Record<string, string>): DownstreamRequest {
@@ -45,9 +47,13 @@ const cases: [name: string, req: DownstreamRequest, problem: string | undefined,
   ['"HTTP/0.9" in an HTTP/1 request line', h1(['Host', 'a'], '0.9'), 'HTTP/0.9 on an HTTP/1 connection', 505],
   ['"HTTP/1.2"', h1(['Host', 'a'], '1.2'), 'HTTP/1.2 on an HTTP/1 connection', 505],
   ['HTTP/1.0 with Transfer-Encoding', h1(['Host', 'a', 'Transfer-Encoding', 'chunked'], '1.0'), 'Transfer-Encoding in an HTTP/1.0 request', 400],
-  ['an upgrade without a body', h1(['Host', 'a', 'Upgrade', 'websocket', 'Content-Length', '0']), undefined],
-  ['an upgrade with Content-Length', h1(['Host', 'a', 'Upgrade', 'websocket', 'Content-Length', '5']), 'a body on an upgrade request', 400],
-  ['an upgrade with Transfer-Encoding', h1(['Host', 'a', 'Upgrade', 'websocket', 'Transfer-Encoding', 'chunked']), 'a body on an upgrade request', 400],
+  ['an upgrade without a body', h1(['Host', 'a', 'Connection', 'Upgrade', 'Upgrade', 'websocket', 'Content-Length', '0'], '1.1', 'GET', true), undefined],
+  ['an upgrade with Content-Length', h1(['Host', 'a', 'Connection', 'Upgrade', 'Upgrade', 'websocket', 'Content-Length', '5'], '1.1', 'GET', true), 'a body on an upgrade request', 400],
+  ['an upgrade with Transfer-Encoding', h1(['Host', 'a', 'Connection', 'Upgrade', 'Upgrade', 'websocket', 'Transfer-Encoding', 'chunked'], '1.1', 'GET', true), 'a body on an upgrade request', 400],
+  // RFC 9110 §7.8: Upgrade is meaningful only when Connection lists it; llhttp reads these as ordinary requests.
+  ['an Upgrade field alone, with Content-Length', h1(['Host', 'a', 'Upgrade', 'websocket', 'Content-Length', '5'], '1.1', 'POST'), undefined],
+  ['an Upgrade field alone, chunked', h1(['Host', 'a', 'Upgrade', 'websocket', 'Transfer-Encoding', 'chunked'], '1.1', 'POST'), undefined],
+  ['an Upgrade field, Connection: keep-alive, a body', h1(['Host', 'a', 'Connection', 'keep-alive', 'Upgrade', 'h2c', 'Content-Length', '5'], '1.1', 'POST'), undefined],
   ['a CONNECT with Content-Length', h1(['Host', 'a:1', 'Content-Length', '1'], '1.1', 'CONNECT'), 'a body on a CONNECT request', 400],
   ['a POST with a body', h1(['Host', 'a', 'Content-Length', '5'], '1.1', 'POST'), undefined],
 ];

@@ -1,0 +1,96 @@
+/**
+ * What `up` cannot run, as pure functions over compiled records (src/local/not-run.ts): why it runs
+ * none of a workload (an image without a command, a cron workload, no container), what it runs only
+ * in part or not as written (a container without a command beside others, a command it runs on this
+ * machine instead of in its image, volumes it does not mount), which workloads
+ * get a reason for their 503 (not those a deployment record serves, nor suspended or ignored ones),
+ * and `up`'s sayer, which logs each line once: at start, then what a reload adds or brings back.
+ */
+import t from 'tap';
+import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
+import { notRunNotes, notRunReason, partlyRunNotes } from '../../src/local/not-run.js';
+import { planReplicas, upRuns } from '../../src/local/plan.js';
+import { notRunSayer } from '../../src/roles/up.js';
+import { captureLogger } from './fixtures.js';
+
+const OPEN = { external: { inboundAllowCIDR: ['0.0.0.0/0'] } };
+const base = [
+  { kind: 'gvc', name: 'g', spec: { staticPlacement: { locationLinks: ['//location/aws-us-east-2'] } } },
+];
+
+function workload(name: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { kind: 'workload', name, ...extra, spec: { firewallConfig: OPEN, ...spec } };
+}
+
+const records = [
+  ...base,
+  workload('image', { containers: [{ name: 'server', image: 'shop/front:1', ports: [{ number: 8080 }] }] }),
+  workload('two-images', { containers: [{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:2' }] }),
+  workload('bare', { containers: [{ name: 'x' }] }),
+  workload('none', { containers: [] }),
+  workload('cron', { type: 'cron', containers: [{ name: 'job', image: 'busybox', command: '/bin/sh', args: ['-c', 'true'] }] }),
+  workload('mixed', { containers: [{ name: 'app', command: 'node', args: ['app.js'] }, { name: 'proxy', image: 'envoy:1' }] }),
+  workload('mounted', { containers: [{ name: 'db', command: 'redis-server', volumes: [{ uri: 'cpln://volumeset/data', path: '/data', recoveryPolicy: 'retain' }, { uri: 'cpln://secret/conf', path: '/etc/conf' }] }] }),
+  workload('runs', { containers: [{ name: 'app', command: 'node', args: ['app.js'] }] }),
+  workload('in-image', { containers: [{ name: 'db', image: 'redis:7', command: 'redis-server' }] }),
+  workload('served', { containers: [{ name: 'app', image: 'api:1', ports: [{ number: 8080 }] }] }),
+  workload('asleep', { containers: [{ name: 'app', image: 'api:1' }], defaultOptions: { suspend: true } }),
+  workload('ignored', { containers: [{ name: 'app', image: 'api:1' }] }, { tags: { 'svc/ignore': true } }),
+  { kind: 'deployment', name: 'served', status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: 'served-0', address: '127.0.0.1:9' }] }] } },
+];
+
+const snapshot = buildSnapshot(records, defaultSettings);
+const model = (name: string) => snapshot.workloads.get(`g/${name}`)!;
+
+t.test('notRunReason: why up runs none of a workload', async (t) => {
+  const cases: [string, string | undefined][] = [
+    ['image', 'svcproxy up runs no image (container server has image shop/front:1 and no command)'],
+    ['two-images', 'svcproxy up runs no image (container a has image a:1 and no command; container b has image b:2 and no command)'],
+    ['bare', 'svcproxy up runs only commands (container x has no command)'],
+    ['none', 'svcproxy up runs nothing: the workload has no container'],
+    ['cron', 'svcproxy up runs no cron workload (the platform runs it as a job on spec.job.schedule)'],
+    ['mixed', undefined],
+    ['mounted', undefined],
+    ['runs', undefined],
+    ['in-image', undefined],
+  ];
+  for (const [name, want] of cases) t.equal(notRunReason(model(name)), want, name);
+  t.notOk(upRuns(model('cron'), 'svc'), 'a cron workload is not run, though it has a command');
+  t.same(planReplicas(snapshot).map((p) => p.workload.name).sort(), ['in-image', 'mixed', 'mounted', 'runs'], 'the plan runs the rest');
+});
+
+t.test('partlyRunNotes: containers not run beside others, volumes not mounted', async (t) => {
+  t.same(partlyRunNotes(model('mixed')), ['svcproxy up runs no image: container proxy has image envoy:1 and no command; the workload\'s other containers run']);
+  t.same(partlyRunNotes(model('mounted')), ['svcproxy up mounts no volume: container db\'s /data (cpln://volumeset/data), /etc/conf (cpln://secret/conf) are not there for its process']);
+  t.same(partlyRunNotes(model('in-image')), ['svcproxy up runs container db\'s command redis-server on this machine, not in image redis:7']);
+  t.same(partlyRunNotes(model('runs')), [], 'a command and no image: run as written');
+  t.same(partlyRunNotes(model('image')), [], 'a workload run not at all has its reason instead');
+});
+
+t.test('notRunNotes: a reason for the 503 only where nothing else serves the workload', async (t) => {
+  const notes = notRunNotes(snapshot);
+  t.equal(notes, notRunNotes(snapshot), 'made once per snapshot');
+  t.match(notes.get('g/image'), { reason: /^svcproxy up runs no image/, lines: [/: its host names answer 503 no healthy upstream$/] });
+  t.match(notes.get('g/served'), { lines: [/: the replicas of its deployment record serve it$/] });
+  t.equal(notes.get('g/served')?.reason, undefined, 'its deployment replicas answer: no reason for a 503');
+  t.equal(notes.get('g/asleep'), undefined, 'suspended: its 503 says so');
+  t.equal(notes.get('g/ignored'), undefined, 'ignored: 404, warned at load');
+  t.equal(notes.get('g/runs'), undefined);
+  t.equal(notes.get('g/mixed')?.reason, undefined, 'run in part: no reason');
+});
+
+t.test('up says each line once: at start, then what a reload adds or brings back', async (t) => {
+  const { logger, lines } = captureLogger();
+  const say = notRunSayer(logger);
+  say(snapshot);
+  const first = lines.length;
+  t.equal(first, 9, 'one line per workload run in part, elsewhere or not at all');
+  t.ok(lines.every((l) => l.level === 40 && typeof l.workload === 'string' && l.gvc === 'g'), 'warnings with workload and gvc');
+  say(snapshot);
+  t.equal(lines.length, first, 'the same snapshot again: nothing');
+  const changed = buildSnapshot([...records.filter((r) => r.name !== 'runs' && r.name !== 'image'), workload('runs', { containers: [{ name: 'app', image: 'now:2' }] })], defaultSettings);
+  say(changed);
+  t.same(lines.slice(first).map((l) => l.msg), ['workload g/runs: svcproxy up runs no image (container app has image now:2 and no command): its host names answer 503 no healthy upstream'], 'only the new line');
+  say(snapshot);
+  t.same(lines.slice(first + 1).map((l) => l.msg), ['workload g/image: svcproxy up runs no image (container server has image shop/front:1 and no command): its host names answer 503 no healthy upstream'], 'a workload back again is said again');
+});
