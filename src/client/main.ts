@@ -21,6 +21,11 @@ export type { ClientIo } from './context.js';
 
 /** The process's own streams, clock and environment. */
 export function processIo(): ClientIo {
+  // A reader that stops early (`| head`) closes the pipe: the rest is not wanted, and that is no failure.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
   return {
     env: process.env,
     cwd: process.cwd(),
