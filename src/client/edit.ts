@@ -53,9 +53,9 @@ function header(pathText: string, actor: string, problem: string): string {
 }
 
 /** Runs the editor on `file`; resolves with its exit code. */
-function runEditor(editor: string, file: string, env: NodeJS.ProcessEnv): Promise<number> {
+function runEditor(editor: string, file: string, env: NodeJS.ProcessEnv, cwd: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', `${editor} "$1"`, 'sh', file], { stdio: 'inherit', env });
+    const child = spawn('/bin/sh', ['-c', `${editor} "$1"`, 'sh', file], { stdio: 'inherit', env, cwd });
     child.on('error', reject);
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });
@@ -78,7 +78,7 @@ export async function runEdit(ctx: ClientContext, pathText: string, headers: [st
     for (let round = 0; ; round++) {
       const written = header(pathText, session.actor, problem) + body;
       await writeFile(file, written, { mode: 0o600 });
-      const code = await runEditor(editor, file, io.env);
+      const code = await runEditor(editor, file, io.env, io.cwd);
       if (code !== 0) throw new ClientError(`the editor (${editor}) exited with code ${code}: nothing was sent`);
       const text = await readFile(file, 'utf8');
       if (text === written) {
