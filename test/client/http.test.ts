@@ -7,10 +7,14 @@
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { ApiClient, HttpFailure, MAX_ANSWER_BYTES, Unreachable, maskToken, retryDelay } from '../../src/client/http.js';
 import type { Session } from '../../src/client/session.js';
 import { startHttpServer } from '../helpers/harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
+import { testCert } from '../fixtures/tls.js';
+import { failureHint } from '../../src/client/errors.js';
 
 function session(endpoint: string, extra: Partial<Session> = {}): Session {
   return {
@@ -150,4 +154,22 @@ t.test('-d: both sides of each exchange, the token masked', async (t) => {
   t.match(text, /<<<<\n< 200 OK\n< content-type: application\/json\n[\s\S]*\n\n\{\n {2}"name": "x"\n\}\n<<<<<<<<\n$/);
   t.notMatch(text, 'secret-token-0123456789');
   t.equal(maskToken('Bearer short'), '...', 'a short token: nothing of it');
+});
+
+t.test('TLS: a certificate not trusted is refused (with a hint), --insecure skips the check', async (t) => {
+  const cert = testCert();
+  t.teardown(cert.cleanup);
+  const server = https.createServer({ cert: cert.cert, key: cert.key }, (_req, res) => res.end('{"kind": "org", "name": "acme"}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const strict = client(session(url));
+  const refused = await failure(strict.api.request('GET', '/org/acme'));
+  strict.api.close();
+  t.ok(refused instanceof Unreachable, 'no answer');
+  t.match((refused as Unreachable).code, /SELF_SIGNED|UNABLE_TO_VERIFY/);
+  t.match(failureHint(refused as Unreachable, { local: false, endpoint: url, hasToken: true, cwd: '/' }), /TLS refused .* --insecure \(-k\)/);
+  const insecure = client(session(url, { insecure: true }));
+  t.teardown(() => insecure.api.close());
+  t.same((await insecure.api.request('GET', '/org/acme')).body, { kind: 'org', name: 'acme' });
 });
