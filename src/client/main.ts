@@ -1,7 +1,7 @@
 /**
  * The command-line client's entry (DESIGN §14): `svcproxy rest ...` (and `svcproxy help rest`),
- * started by bin/svcproxy.js before the data plane is loaded. Parses the command line (args.ts), opens
- * the session (session.ts), runs the command and reports: exit 0; 1 when the API refuses (its error
+ * started by bin/svcproxy.js before the data plane is loaded. Parses the command line (args.ts), finds
+ * the command and its verb (commands.ts), opens the session (session.ts), runs it and reports: exit 0; 1 when the API refuses (its error
  * body on stderr, as the platform CLI prints it, then a hint line when there is one), cannot be
  * reached, or something else fails (`svcproxy: MESSAGE`); 2 for a usage error (`svcproxy: MESSAGE` and
  * a hint to the command's help; the platform CLI exits 127 with its help). The streams, the clock and
@@ -11,9 +11,9 @@ import { parseClientArgs, UsageError, type ClientArgs } from './args.js';
 import { ClientError, type ClientContext, type ClientIo } from './context.js';
 import { failureHint, failureText } from './errors.js';
 import { NamesError } from './format/index.js';
-import { restHelp } from './help.js';
 import { ApiClient, HttpFailure, Unreachable } from './http.js';
-import { REST_VERBS, restCommand, runRest, type RestVerb } from './rest.js';
+import { COMMAND_SPECS } from './commands.js';
+import { clientCommandOf, isClientCommand } from './words.js';
 import { openSession, SessionError, type Session } from './session.js';
 import { closest } from '../config/suggest.js';
 
@@ -42,7 +42,7 @@ export function processIo(): ClientIo {
   };
 }
 
-function usage(io: ClientIo, message: string, command = 'rest'): number {
+function usage(io: ClientIo, message: string, command: string): number {
   io.stderr.write(`svcproxy: ${message}\nrun "svcproxy ${command} --help" for usage\n`);
   return 2;
 }
@@ -66,35 +66,32 @@ export async function main(argv: readonly string[], io: ClientIo = processIo()):
   try {
     args = parseClientArgs(argv);
   } catch (e) {
-    if (e instanceof UsageError) return usage(io, e.message);
+    if (e instanceof UsageError) return usage(io, e.message, clientCommandOf(argv) ?? 'rest');
     throw e;
   }
   const words = args.words[0] === 'help' ? args.words.slice(1) : args.words;
   const help = args.help || args.words[0] === 'help';
-  const [command, verbWord, ...rest] = words;
-  if (command !== 'rest') return usage(io, `unknown command ${JSON.stringify(command ?? '')}`, 'rest');
-  if (verbWord === undefined) {
-    if (help) {
-      io.stdout.write(restHelp());
-      return 0;
-    }
-    io.stderr.write(restHelp());
-    return 2;
+  const [command, verb, ...rest] = words;
+  if (!isClientCommand(command)) return usage(io, `unknown command ${JSON.stringify(command ?? '')}`, 'rest');
+  const spec = COMMAND_SPECS[command];
+  if (verb === undefined) {
+    // No verb: the command's help, on stdout when asked for, else on stderr as a usage error.
+    (help ? io.stdout : io.stderr).write(spec.help());
+    return help ? 0 : 2;
   }
-  if (!(REST_VERBS as readonly string[]).includes(verbWord)) {
-    const guess = closest(verbWord, REST_VERBS)[0];
-    return usage(io, `unknown rest command ${JSON.stringify(verbWord)}${guess ? ` (did you mean ${guess}?)` : ` (one of ${REST_VERBS.join(', ')})`}`);
+  if (!spec.verbs.includes(verb)) {
+    const guess = closest(verb, spec.verbs)[0];
+    return usage(io, `unknown ${command} command ${JSON.stringify(verb)}${guess ? ` (did you mean ${guess}?)` : ` (one of ${spec.verbs.join(', ')})`}`, command);
   }
-  const verb = verbWord as RestVerb;
   if (help) {
-    io.stdout.write(restHelp(verb));
+    io.stdout.write(spec.help(verb));
     return 0;
   }
-  let path: string;
+  let run: (ctx: ClientContext) => Promise<number>;
   try {
-    path = restCommand([verb, ...rest], args).path;
+    run = spec.prepare(verb, rest, args);
   } catch (e) {
-    if (e instanceof UsageError) return usage(io, e.message, `rest ${verb}`);
+    if (e instanceof UsageError) return usage(io, e.message, `${command} ${verb}`);
     throw e;
   }
   let session: Session;
@@ -112,7 +109,7 @@ export async function main(argv: readonly string[], io: ClientIo = processIo()):
   const client = new ApiClient(session, { writeErr, now: io.now, sleep: io.sleep, random: io.random }, { debug: args.debug, verbose: args.verbose });
   const ctx: ClientContext = { args, session, client, io };
   try {
-    return await runRest(ctx, verb, path);
+    return await run(ctx);
   } catch (e) {
     if (e instanceof HttpFailure || e instanceof Unreachable) {
       io.stderr.write(failureText(e, args.output, session.vendor));
@@ -120,7 +117,7 @@ export async function main(argv: readonly string[], io: ClientIo = processIo()):
       for (const line of [e.note, hint]) if (line) io.stderr.write(`${line}\n`);
       return 1;
     }
-    if (e instanceof UsageError) return usage(io, e.message, `rest ${verb}`);
+    if (e instanceof UsageError) return usage(io, e.message, `${command} ${verb}`);
     if (e instanceof NamesError) {
       io.stderr.write(`${e.message}\n`);
       return 1;
