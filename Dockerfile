@@ -32,7 +32,9 @@ RUN ln -s /app/bin/svcproxy.js /usr/local/bin/svcproxy
 # The node image's unprivileged user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 # ingress 8080 (HTTP) and 8443 (TLS); sidecar 15006, its mTLS listener 15008 and outbound
-# listener 15001; ratelimit 8081; admin 9901. Each role binds only those its flags name.
-EXPOSE 8080 8443 15001 15006 15008 8081 9901
+# listener 15001; ratelimit 8081; the status (--status: /healthz, /ready) and metrics (--metrics)
+# listeners 15021 and 15090. The admin (9901) stays on loopback. Each role binds only those its
+# flags name.
+EXPOSE 8080 8443 15001 15006 15008 8081 15021 15090
 ENTRYPOINT ["svcproxy"]
 CMD ["--help"]

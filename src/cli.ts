@@ -18,7 +18,7 @@ import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
 import { runUp } from './roles/up.js';
 import { runtimeSummary } from './roles/summary.js';
-import { announceStart } from './summary.js';
+import { announceStart, logAdminListeners } from './summary.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { waitForSignals } from './signals.js';
 import { runRateLimitService } from './ratelimit/index.js';
@@ -283,6 +283,8 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     ...(flags.mesh ? { mesh: flags.mesh } : {}),
     ...meshFlags(role, flags),
     admin: flags.admin ?? '127.0.0.1:9901',
+    ...(flags.status ? { status: flags.status } : {}),
+    ...(flags.metrics ? { metrics: flags.metrics } : {}),
     logger,
     ...(flags['tracing-collector'] ? { tracingCollector: flags['tracing-collector'] } : {}),
     ...(flags['dns-server'] ? { dnsServers: flags['dns-server'] } : {}),
@@ -317,7 +319,7 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
   for (const l of runtime.listeners) logger.info({ address: formatHostPort(l.address), tls: l.tls }, `${role} listening`);
   for (const l of runtime.meshListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh (outbound) listening');
   for (const l of runtime.meshInboundListeners) logger.info({ address: formatHostPort(l.address), identity: runtime.meshTls?.uri }, 'mesh mTLS listening');
-  if (runtime.admin) logger.info({ address: formatHostPort(runtime.admin.address) }, 'admin listening');
+  logAdminListeners(logger, { admin: runtime.admin, status: runtime.statusListener, metrics: runtime.metricsListener });
   announceStart(runtimeSummary(runtime, options), logger);
   const signal = await waitForSignals(() => void runtime.store.reload());
   logger.info({ signal }, 'draining');

@@ -27,6 +27,8 @@ export const OPTIONS = {
   'mesh-ca': { type: 'string' },
   'mesh-cert-ttl': { type: 'string' },
   admin: { type: 'string' },
+  status: { type: 'string' },
+  metrics: { type: 'string' },
   api: { type: 'string' },
   location: { type: 'string' },
   org: { type: 'string' },
@@ -139,6 +141,12 @@ export const FLAG_HELP: { readonly [K in FlagName]: FlagHelp } = {
   admin: {
     value: 'HOST:PORT', about: 'admin listener: /healthz /ready /metrics /config', default: '127.0.0.1:9901', commands: [...PROXIES, 'ratelimit'],
     per: { up: { about: 'admin listener: /healthz /ready /metrics /config /workloads' }, ratelimit: { default: 'none (no admin listener)' } },
+  },
+  status: {
+    value: 'HOST:PORT', about: 'status listener: /healthz /ready only, for a cluster\'s probes while --admin stays on loopback (Istio: 15021)', default: 'none', commands: [...PROXIES, 'ratelimit'],
+  },
+  metrics: {
+    value: 'HOST:PORT', about: 'metrics listener: /metrics only, for Prometheus while --admin stays on loopback (Istio: 15090)', default: 'none', commands: [...PROXIES, 'ratelimit'],
   },
   api: {
     value: 'HOST:PORT', about: 'the platform API for callers outside every workload (replicas reach it as SVC_ENDPOINT through their own proxy)', default: '127.0.0.1:15080', commands: ['up'],

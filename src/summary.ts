@@ -6,6 +6,7 @@
  * src/ratelimit/service/summary.ts); this module only says it, and sits below both.
  */
 import type { Logger } from 'pino';
+import { formatHostPort } from './address.js';
 
 export interface StartSummary {
   readonly role: string;
@@ -29,4 +30,22 @@ export function announceStart(summary: StartSummary, logger: Logger, pretty = Bo
 /** `1 workload`, `2 workloads`. */
 export function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** The rows of the status and metrics listeners, when they run. */
+export function probeRows(status: string | undefined, metrics: string | undefined): [string, string][] {
+  const rows: [string, string][] = [];
+  if (status !== undefined) rows.push(['status', `http://${status}  (/healthz /ready)`]);
+  if (metrics !== undefined) rows.push(['metrics', `http://${metrics}  (/metrics)`]);
+  return rows;
+}
+
+type Bound = { readonly address: { readonly host: string; readonly port: number } } | undefined;
+
+/** One log line for each of the admin, status and metrics listeners that runs. */
+export function logAdminListeners(logger: Logger, listeners: { readonly admin?: Bound; readonly status?: Bound; readonly metrics?: Bound } | undefined): void {
+  for (const name of ['admin', 'status', 'metrics'] as const) {
+    const l = listeners?.[name];
+    if (l) logger.info({ address: formatHostPort(l.address) }, `${name} listening`);
+  }
 }

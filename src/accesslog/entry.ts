@@ -226,12 +226,11 @@ export function buildEntry(ex: Exchange, facts: RequestFacts, spec: AccessLogSpe
   }
 
   const sent = sentHeaders(ex);
-  const localLength = Number(responseHeader(sent, 'content-length'));
   const response: Record<string, unknown> = {
     response_code: ex.status > 0 ? { value: ex.status } : undefined,
     // A tunnel's answer head went out on the raw socket (unless a filter's local reply wrote it).
     response_headers_bytes: ex.tunnel && sent.block === undefined ? ex.tunnel.responseHeaderBytes : responseHeaderBytes(sent),
-    response_body_bytes: ex.bytesSent > 0 || !Number.isFinite(localLength) ? ex.bytesSent : localLength,
+    response_body_bytes: ex.bytesSent,
     response_code_details: ex.errorCode ? ex.errorCode.toLowerCase() : ex.status > 0 ? 'via_upstream' : '',
   };
   if (spec.responseHeaders.length > 0) {

@@ -6,9 +6,12 @@
  * at `/` with its script and style sheet and its server-sent events at `/events` (src/admin/dashboard.ts;
  * nothing is sampled until the page is first asked for). It binds loopback by default and serves
  * nothing else (404). A failing metrics collection answers 500 and never takes the process down.
+ * Beside it a role may run a status listener (`/healthz`, `/ready`) and a metrics listener
+ * (`/metrics`), for a cluster's probes and Prometheus, so the admin itself can stay on loopback.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseHostPort } from '../address.js';
 import { Dashboard, type DashboardOptions, type DashboardSource } from './dashboard.js';
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS, PAGE_HEADERS } from './dashboard-page.js';
 
@@ -96,14 +99,64 @@ export function redact(value: unknown): unknown {
   return out;
 }
 
+type Send = (status: number, type: string, body: string, headers?: Readonly<Record<string, string>>) => void;
+
+function sender(req: http.IncomingMessage, res: http.ServerResponse): Send {
+  return (status, type, body, headers) => {
+    res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+}
+
+/** `/healthz` and `/ready`, the same on the admin and the status listener; false for any other path. */
+function probe(path: string, ready: () => boolean, send: Send): boolean {
+  if (path === '/healthz') send(200, 'text/plain', 'ok\n');
+  else if (path === '/ready') {
+    if (ready()) send(200, 'text/plain', 'ready\n');
+    else send(503, 'text/plain', 'not ready\n');
+  } else return false;
+  return true;
+}
+
+function sendMetrics(metrics: MetricsSource, send: Send): void {
+  metrics.text().then(
+    (text) => send(200, metrics.registry.contentType, text),
+    (err: Error) => send(500, 'text/plain', `metrics failed: ${err.message}\n`),
+  );
+}
+
+function notFound(send: Send): void {
+  send(404, 'application/json', JSON.stringify({ status: 404, message: 'no route', code: 'NO_ROUTE', details: {}, id: '' }));
+}
+
+/** An HTTP/1.1 server on `host:port` that answers with `handle(path, send, req, res)`. */
+async function serve(
+  host: string,
+  port: number,
+  handle: (path: string, send: Send, req: http.IncomingMessage, res: http.ServerResponse) => void,
+  onClose?: () => void,
+): Promise<AdminServer> {
+  const server = http.createServer((req, res) => handle((req.url ?? '/').split('?')[0]!, sender(req, res), req, res));
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  return {
+    address: { host: addr.address, port: addr.port },
+    close: () =>
+      new Promise<void>((resolve) => {
+        onClose?.();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
 export async function startAdmin(host: string, port: number, metrics: MetricsSource, state: AdminState): Promise<AdminServer> {
   const dashboard = state.dashboard ? new Dashboard(state.dashboard, state.dashboardOptions) : undefined;
-  const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const send = (status: number, type: string, body: string, headers?: Readonly<Record<string, string>>): void => {
-      res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
-      res.end(req.method === 'HEAD' ? undefined : body);
-    };
+  const listener = await serve(host, port, (path, send, req, res) => {
     if (dashboard) {
       switch (path) {
         case '/':
@@ -121,17 +174,10 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
           return res.end();
       }
     }
+    if (probe(path, state.ready, send)) return;
     switch (path) {
-      case '/healthz':
-        return send(200, 'text/plain', 'ok\n');
-      case '/ready':
-        return state.ready() ? send(200, 'text/plain', 'ready\n') : send(503, 'text/plain', 'not ready\n');
       case '/metrics':
-        metrics.text().then(
-          (text) => send(200, metrics.registry.contentType, text),
-          (err: Error) => send(500, 'text/plain', `metrics failed: ${err.message}\n`),
-        );
-        return;
+        return sendMetrics(metrics, send);
       case '/workloads':
         if (!state.workloads) break;
         try {
@@ -149,22 +195,67 @@ export async function startAdmin(host: string, port: number, metrics: MetricsSou
         return;
     }
     // Unknown paths, and `/workloads` of a role that has none.
-    send(404, 'application/json', JSON.stringify({ status: 404, message: 'no route', code: 'NO_ROUTE', details: {}, id: '' }));
+    notFound(send);
+  }, () => dashboard?.close());
+  return { address: listener.address, ...(dashboard ? { dashboard } : {}), close: listener.close };
+}
+
+/**
+ * The status listener (`--status`): `/healthz` and `/ready` only, as the admin answers them, and 404
+ * for every other path. It is what a cluster's probes reach (Istio's 15021) while the admin, whose
+ * `/config` shows the topology, stays on loopback.
+ */
+export async function startStatus(host: string, port: number, ready: () => boolean): Promise<AdminServer> {
+  return serve(host, port, (path, send) => {
+    if (!probe(path, ready, send)) notFound(send);
   });
-  server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
+}
+
+/** The metrics listener (`--metrics`): `/metrics` only, as the admin answers it; 404 elsewhere (Istio's 15090). */
+export async function startMetrics(host: string, port: number, metrics: MetricsSource): Promise<AdminServer> {
+  return serve(host, port, (path, send) => {
+    if (path === '/metrics') sendMetrics(metrics, send);
+    else notFound(send);
   });
-  const addr = server.address() as AddressInfo;
-  return {
-    address: { host: addr.address, port: addr.port },
-    ...(dashboard ? { dashboard } : {}),
-    close: () =>
-      new Promise<void>((resolve) => {
-        dashboard?.close();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+}
+
+/** Where the admin, status and metrics listeners bind; an absent one is not started. */
+export interface AdminAddresses {
+  readonly admin?: { readonly host: string; readonly port: number } | undefined;
+  readonly status?: { readonly host: string; readonly port: number } | undefined;
+  readonly metrics?: { readonly host: string; readonly port: number } | undefined;
+}
+
+/** The addresses of a role's `--admin`, `--status` and `--metrics` flags (`host:port`), parsed. */
+export function adminAddresses(flags: { readonly admin?: string | undefined; readonly status?: string | undefined; readonly metrics?: string | undefined }): AdminAddresses {
+  const at = (address: string | undefined) => (address ? parseHostPort(address) : undefined);
+  return { admin: at(flags.admin), status: at(flags.status), metrics: at(flags.metrics) };
+}
+
+/** A role's admin listener and its status and metrics listeners, closed together. */
+export interface AdminListeners {
+  readonly admin?: AdminServer;
+  readonly status?: AdminServer;
+  readonly metrics?: AdminServer;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the listeners `addresses` names, all from the same state and metrics. When one cannot bind
+ * (an address in use), those already started are closed and the error is thrown.
+ */
+export async function startAdminListeners(addresses: AdminAddresses, metrics: MetricsSource, state: AdminState): Promise<AdminListeners> {
+  const started: { admin?: AdminServer; status?: AdminServer; metrics?: AdminServer } = {};
+  const close = async (): Promise<void> => {
+    await Promise.all([started.admin?.close(), started.status?.close(), started.metrics?.close()]);
   };
+  try {
+    if (addresses.admin) started.admin = await startAdmin(addresses.admin.host, addresses.admin.port, metrics, state);
+    if (addresses.status) started.status = await startStatus(addresses.status.host, addresses.status.port, state.ready);
+    if (addresses.metrics) started.metrics = await startMetrics(addresses.metrics.host, addresses.metrics.port, metrics);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { ...started, close };
 }

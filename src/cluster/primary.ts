@@ -2,9 +2,10 @@
  * The `--workers N` primary of `svcproxy ingress` and `svcproxy sidecar`. It serves no user traffic:
  * it loads and validates the configuration (an invalid one exits 1 before any worker starts, as a
  * single process does), forks the workers, which share the listen sockets through node:cluster,
- * and serves the admin listener itself so `/metrics`, `/ready` and `/config` are one view. It is the
- * one watcher of the configuration folders and the one SIGHUP handler: a valid reload goes to every
- * worker, a rejected one is logged once and keeps the last good configuration everywhere.
+ * and serves the admin listener (and the status and metrics listeners) itself so `/metrics`,
+ * `/ready` and `/config` are one view. It is the one watcher of the configuration folders and the
+ * one SIGHUP handler: a valid reload goes to every worker, a rejected one is logged once and keeps
+ * the last good configuration everywhere.
  *
  * Start-up fails (exit 1, the first worker's error as a single process words it: `listen
  * EADDRINUSE: address already in use 127.0.0.1:8080`) when any worker cannot start. Later, a worker
@@ -15,12 +16,13 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { ConfigStore } from '../config/index.js';
 import type { Snapshot } from '../config/model.js';
-import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { adminAddresses, redact, startAdminListeners, type AdminListeners } from '../admin/server.js';
 import { primarySource } from '../admin/dashboard-sources.js';
 import { storeOptions, type RuntimeOptions } from '../roles/runtime.js';
 import { placeProblem } from '../roles/place.js';
 import { UsageError } from '../flags.js';
 import { parseHostPort } from '../address.js';
+import { logAdminListeners } from '../summary.js';
 import { waitForSignals } from '../signals.js';
 import { aggregatedMetrics, mergeReplicas, primaryMetrics } from './admin.js';
 import type { ReplicaView } from './messages.js';
@@ -70,22 +72,20 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
   });
   store.on('rejected', () => metrics.configReloads.labels('rejected').inc());
 
-  let admin: AdminServer | undefined;
+  let admin: AdminListeners | undefined;
   let stopping = false;
   try {
     await workers.start();
-    if (options.admin) {
-      const { host, port } = parseHostPort(options.admin);
-      admin = await startAdmin(host, port, aggregatedMetrics(metrics.registry, () => workers.ask('metrics')), {
-        ready: () => !stopping && workers.allReady(),
-        config: async () => configView(options.role, store, workers, (await workers.ask('replicas')) as ReplicaView[][]),
-        dashboard: primarySource({
-          role: options.role, workers: count, store,
-          askMetrics: () => workers.ask('metrics'),
-          replicas: async () => mergeReplicas((await workers.ask('replicas')) as ReplicaView[][]),
-        }),
-      });
-    }
+    // The admin, status and metrics listeners are the primary's: one view of every worker.
+    admin = await startAdminListeners(adminAddresses(options), aggregatedMetrics(metrics.registry, () => workers.ask('metrics')), {
+      ready: () => !stopping && workers.allReady(),
+      config: async () => configView(options.role, store, workers, (await workers.ask('replicas')) as ReplicaView[][]),
+      dashboard: primarySource({
+        role: options.role, workers: count, store,
+        askMetrics: () => workers.ask('metrics'),
+        replicas: async () => mergeReplicas((await workers.ask('replicas')) as ReplicaView[][]),
+      }),
+    });
   } catch (err) {
     await workers.stop(0);
     store.close();
@@ -97,7 +97,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<number> {
     logger.warn({ workload: options.sidecar!.workload }, 'the sidecar workload is not in the configuration; requests get 404 until it is');
   }
   for (const l of workers.listeners()) logger.info({ address: l.address, tls: l.tls, workers: count }, l.mesh ? 'mesh listening' : `${options.role} listening`);
-  if (admin) logger.info({ address: `${admin.address.host}:${admin.address.port}` }, 'admin listening');
+  logAdminListeners(logger, admin);
 
   const signal = await waitForSignals(() => void store.reload());
   stopping = true;

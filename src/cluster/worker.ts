@@ -1,9 +1,9 @@
 /**
  * One `--workers` worker: the same `Runtime` a single process runs (listeners, data plane, probes of
- * deployment replicas, outlier and retry state of its own), without an admin listener and without
- * reading the configuration files: it asks the primary for the snapshot in force and applies every
- * later one the primary sends (a worker started while the files on disk are invalid still starts
- * with the last good configuration). The listen sockets are shared through node:cluster.
+ * deployment replicas, outlier and retry state of its own), without admin, status or metrics
+ * listeners and without reading the configuration files: it asks the primary for the snapshot in
+ * force and applies every later one the primary sends (a worker started while the files on disk are
+ * invalid still starts with the last good configuration). The listen sockets are shared through node:cluster.
  *
  * It stops (drains within the grace period, exits 0) when the primary says `drain`, or when it gets
  * SIGINT/SIGTERM itself (Ctrl-C reaches the whole process group).
@@ -97,7 +97,7 @@ export async function runWorker(options: RuntimeOptions, slot: string, graceMs: 
   if (!first) return exit(0);
   try {
     store = ConfigStore.follow({ records: first.records, generation: first.generation, settings: options.settings, logger: logger.child({ component: 'config' }) });
-    runtime = await Runtime.start({ ...options, logger, store, worker: slot, admin: undefined, watch: false });
+    runtime = await Runtime.start({ ...options, logger, store, worker: slot, admin: undefined, status: undefined, metrics: undefined, watch: false });
   } catch (err) {
     await send({ svcproxy: 'failed', message: singleProcessMessage(err as ErrnoWithAddress) });
     return exit(1);

@@ -100,6 +100,51 @@ export function workloadOptions(base: WorkloadOptionsRecord, over: WorkloadOptio
   });
 }
 
+/** A request timeout and where it comes from, as `svcproxy explain` names it. */
+export interface TimeoutModel {
+  readonly ms: number;
+  /** `tag svc/timeoutSecondsOverride`, `spec.defaultOptions.timeoutSeconds`, `spec.localOptions[N].timeoutSeconds` or `the default`. */
+  readonly source: string;
+}
+
+/**
+ * The request timeout: the `svc/timeoutSecondsOverride` tag in every location, else
+ * `defaultOptions.timeoutSeconds`, else 5 s; in a location whose `localOptions` entry sets
+ * `timeoutSeconds` (and no tag overrides it), that entry's (the last entry naming the location wins,
+ * as for every other member). `locations` holds only the locations whose timeout differs in value or
+ * source from the workload's; none: absent, so the request path looks nothing up.
+ */
+function requestTimeouts(
+  spec: NonNullable<WorkloadRecord['spec']>,
+  tag: { readonly name: string; readonly seconds: number | undefined },
+  gvcLocations: readonly string[],
+): { readonly timeout: TimeoutModel; readonly locations?: ReadonlyMap<string, TimeoutModel> } {
+  if (tag.seconds !== undefined) return { timeout: Object.freeze({ ms: tag.seconds * 1000, source: `tag ${tag.name}` }) };
+  const base = spec.defaultOptions?.timeoutSeconds;
+  const timeout = Object.freeze(base !== undefined
+    ? { ms: base * 1000, source: 'spec.defaultOptions.timeoutSeconds' }
+    : { ms: DEFAULT_TIMEOUT_SECONDS * 1000, source: 'the default' });
+  const locations = new Map<string, TimeoutModel>();
+  (spec.localOptions ?? []).forEach((l, i) => {
+    const name = locationName(l.location) ?? l.location;
+    if (l.timeoutSeconds === undefined || !gvcLocations.includes(name)) return;
+    locations.set(name, Object.freeze({ ms: l.timeoutSeconds * 1000, source: `spec.localOptions[${i}].timeoutSeconds` }));
+  });
+  return locations.size > 0 ? { timeout, locations } : { timeout };
+}
+
+/** A workload's request timeout in `location` (the workload's own when the location is unknown), in ms. */
+export function timeoutMsIn(workload: WorkloadModel, location: string | undefined): number {
+  const local = workload.locationTimeouts;
+  if (local === undefined || location === undefined) return workload.timeoutMs;
+  return local.get(location)?.ms ?? workload.timeoutMs;
+}
+
+/** The same with where it comes from (what `svcproxy explain` prints). */
+export function timeoutIn(workload: WorkloadModel, location: string | undefined): TimeoutModel {
+  return (location !== undefined ? workload.locationTimeouts?.get(location) : undefined) ?? { ms: workload.timeoutMs, source: workload.timeoutSource };
+}
+
 export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgModel | undefined, settings: Settings): WorkloadModel {
   const spec = record.spec ?? {};
   const tags = tagStrings(record.tags);
@@ -111,8 +156,7 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
   const locationOptions = new Map(gvc.locations.map((loc) => [loc, workloadOptions(base, locals.get(loc))]));
 
   const override = tag('timeoutSecondsOverride');
-  const overrideSeconds = override === undefined ? undefined : parseSeconds(override);
-  const timeoutSeconds = overrideSeconds ?? base.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const timeouts = requestTimeouts(spec, { name: `${settings.vendor}/timeoutSecondsOverride`, seconds: override === undefined ? undefined : parseSeconds(override) }, gvc.locations);
   const retry = spec.requestRetryPolicy;
   const primaryPort = containers[0]?.ports[0];
 
@@ -126,7 +170,9 @@ export function compileWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgM
     defaultOptions: workloadOptions(base),
     locationOptions,
     globallySuspended: base.suspend === true || base.autoscaling?.maxScale === 0,
-    timeoutMs: timeoutSeconds * 1000,
+    timeoutMs: timeouts.timeout.ms,
+    timeoutSource: timeouts.timeout.source,
+    ...(timeouts.locations ? { locationTimeouts: timeouts.locations } : {}),
     replicaDirect: spec.loadBalancer?.replicaDirect === true,
     publishNotReadyAddresses: tag('publishNotReadyAddresses') === 'true',
     retryPolicy: retry

@@ -147,6 +147,16 @@ export interface WorkloadModel {
   readonly globallySuspended: boolean;
   /** The request timeout: `svc/timeoutSecondsOverride`, else `timeoutSeconds`, else 5 s. */
   readonly timeoutMs: number;
+  /**
+   * Where `timeoutMs` comes from, as `svcproxy explain` says it: `tag svc/timeoutSecondsOverride`,
+   * `spec.defaultOptions.timeoutSeconds` or `the default`.
+   */
+  readonly timeoutSource: string;
+  /**
+   * Locations whose `localOptions[].timeoutSeconds` sets the timeout there (absent: none does, or the
+   * tag overrides it everywhere). The data plane reads it through `timeoutMsIn` (compile-workload.ts).
+   */
+  readonly locationTimeouts?: ReadonlyMap<string, { readonly ms: number; readonly source: string }>;
   readonly replicaDirect: boolean;
   /** `svc/publishNotReadyAddresses`. */
   readonly publishNotReadyAddresses: boolean;

@@ -11,6 +11,25 @@ import { didYouMean } from './suggest.js';
 export interface Report {
   error(at: string, message: string): void;
   warn(at: string, message: string): void;
+  /**
+   * Present while converting (convert.ts): a string at `at` that reads as the number or boolean
+   * the member takes is reported here as that value, instead of as an error.
+   */
+  convert?(at: string, value: number | boolean): void;
+}
+
+const NUMBER_TEXT = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/;
+
+/** A string that reads as a number, as the platform's API converts it; undefined otherwise. */
+export function numberText(v: unknown): number | undefined {
+  return typeof v === 'string' && NUMBER_TEXT.test(v) ? Number(v) : undefined;
+}
+
+/** `"true"` / `"false"` (any case) as the boolean; undefined otherwise. */
+export function booleanText(v: unknown): boolean | undefined {
+  if (typeof v !== 'string') return undefined;
+  const t = v.trim().toLowerCase();
+  return t === 'true' ? true : t === 'false' ? false : undefined;
 }
 
 export type Check = (value: unknown, at: string, report: Report) => void;
@@ -64,21 +83,30 @@ function range(min: number | undefined, max: number | undefined): string {
 }
 
 export function int(min?: number, max?: number): Check {
+  const ok = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && (min === undefined || v >= min) && (max === undefined || v <= max);
   return (v, at, r) => {
-    const ok = typeof v === 'number' && Number.isInteger(v) && (min === undefined || v >= min) && (max === undefined || v <= max);
-    if (!ok) r.error(at, `must be an integer${range(min, max)}`);
+    if (ok(v)) return;
+    const n = r.convert && numberText(v);
+    if (n !== undefined && ok(n)) r.convert!(at, n);
+    else r.error(at, `must be an integer${range(min, max)}`);
   };
 }
 
 export function num(min?: number, max?: number): Check {
+  const ok = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && (min === undefined || v >= min) && (max === undefined || v <= max);
   return (v, at, r) => {
-    const ok = typeof v === 'number' && Number.isFinite(v) && (min === undefined || v >= min) && (max === undefined || v <= max);
-    if (!ok) r.error(at, `must be a number${range(min, max)}`);
+    if (ok(v)) return;
+    const n = r.convert && numberText(v);
+    if (n !== undefined && ok(n)) r.convert!(at, n);
+    else r.error(at, `must be a number${range(min, max)}`);
   };
 }
 
 export const bool: Check = (v, at, r) => {
-  if (typeof v !== 'boolean') r.error(at, 'must be true or false');
+  if (typeof v === 'boolean') return;
+  const b = r.convert && booleanText(v);
+  if (b !== undefined) r.convert!(at, b);
+  else r.error(at, 'must be true or false');
 };
 
 export interface StrOptions {

@@ -13,6 +13,7 @@
  */
 import pino from 'pino';
 import type { Snapshot, WorkloadModel } from '../config/model.js';
+import { timeoutIn } from '../config/compile-workload.js';
 import { resolveHost, type GeoCandidate, type HostTarget, type Listener } from '../routing/index.js';
 import { matchDomainRoute } from '../routing/domain-routes.js';
 import { buildRouteTable, debugAsked, locateRoute, protocolOf, replicaHop, routeTarget, type LocationReason, type Route } from '../proxy/routes.js';
@@ -115,6 +116,11 @@ export interface Explanation {
     readonly sidecar: readonly FilterExplanation[];
   } | null;
   readonly timeoutMs: number | null;
+  /**
+   * Where the timeout comes from: `tag svc/timeoutSecondsOverride`, `spec.defaultOptions.timeoutSeconds`,
+   * `spec.localOptions[N].timeoutSeconds` (the chosen location's) or `the default`.
+   */
+  readonly timeoutSource: string | null;
   readonly retry: {
     readonly attempts: number;
     readonly retryOn: readonly string[];
@@ -155,7 +161,7 @@ function explainWith(snapshot: Snapshot, table: Table, request: ExplainRequest, 
       listenerPort: request.listenerPort, from: request.from,
     },
     host: null, route: null, firewall: null, suspended: false, location: null, replicas: [], replica: null, filters: null,
-    timeoutMs: null, retry: null, debug: null, tracing: null, notes,
+    timeoutMs: null, timeoutSource: null, retry: null, debug: null, tracing: null, notes,
   };
   // The order of DataPlane.start: a CONNECT, a long URL, a path that does not normalize.
   if (request.method === 'CONNECT') return { ...base, verdict: refuse('NO_ROUTE', 'a CONNECT is a tunnel, never a routed request: tunnels are HTTP/1.1 CONNECTs to tcp ports') };
@@ -249,6 +255,8 @@ function explainWith(snapshot: Snapshot, table: Table, request: ExplainRequest, 
           : `the request carries no ${table.headers.debug}: true or trace`,
   };
   const verdict = decide(listener, firewall, located, route, usable, replicas, chosen, notRunNotes(snapshot).get(route.workload.key)?.reason);
+  // The chosen location's, as the data plane starts the request's timeout once it has one.
+  const timeout = timeoutIn(workload, chosen ?? undefined);
   return {
     ...base,
     verdict,
@@ -260,7 +268,8 @@ function explainWith(snapshot: Snapshot, table: Table, request: ExplainRequest, 
     replicas,
     replica: chosen === null ? null : { fixed: route.fixedReplica ?? null, readiness: 'unknown: replicas are not probed (a replica listed counts as ready here)' },
     filters,
-    timeoutMs: workload.timeoutMs,
+    timeoutMs: timeout.ms,
+    timeoutSource: timeout.source,
     retry: describeRetry(workload),
     debug,
     tracing: describeTracing(snapshot, workload, request, debugMode === 'trace'),

@@ -54,7 +54,7 @@ export function formatText(e: Explanation): string {
     line('filters', `ingress: ${fl.ingress.length > 0 ? fl.ingress.join(', ') : 'none'}; sidecar (${where})${fl.sidecar.length > 0 ? ', in order:' : ': none'}`);
     fl.sidecar.forEach((x, i) => out.push(`           ${i + 1}. ${filterLine(x)}`));
   }
-  if (e.timeoutMs !== null) line('timeout', `${e.timeoutMs} ms (the workload's timeoutSeconds)`);
+  if (e.timeoutMs !== null) line('timeout', `${e.timeoutMs} ms (${e.timeoutSource ?? 'the default'})`);
   const rt = e.retry;
   if (rt) line('retries', rt.attempts > 0 ? `${rt.attempts} on ${rt.retryOn.join(', ')}; backoff below ${rt.backoffCeilingsMs.join(', ')} ms; ${rt.note}` : rt.note);
   if (e.debug) line('debug', `${e.debug.header}: ${e.debug.applies ? 'applies' : 'not given'}: ${e.debug.why}`);

@@ -13,6 +13,7 @@ import { isIgnored } from '../config/compile-workload.js';
 import { workloadGvc } from '../config/records.js';
 import { workloadVersion } from './env.js';
 import { notRunReason, runnableContainers } from './not-run.js';
+import { DEFAULT_ORG } from '../mesh/index.js';
 
 export interface ReplicaPlan {
   /** `gvc/name|location|N`: identity across reloads. */
@@ -23,7 +24,7 @@ export interface ReplicaPlan {
   /** `W-N`. */
   readonly name: string;
   readonly gvcAlias: string;
-  readonly org?: string;
+  readonly org: string;
   readonly vendor: string;
   /** The containers that have a `command`, in declaration order. */
   readonly containers: readonly ContainerModel[];
@@ -52,7 +53,8 @@ export function findWorkloadRecord(records: Snapshot['records'], workload: Workl
   return records.find((r) => r.kind === 'workload' && r.name === workload.name && workloadGvc(r) === workload.gvc);
 }
 
-function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
+/** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */
+export function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
   const record = findWorkloadRecord(snapshot.records, workload);
   if (record !== undefined) return workloadVersion(record);
   // No raw record to hash (hand-built snapshots): the compiled definition stands in for it.
@@ -69,6 +71,8 @@ export function upRuns(workload: WorkloadModel, vendor: string): boolean {
 
 export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): ReplicaPlan[] {
   const plans: ReplicaPlan[] = [];
+  // The org of the replicas' SVC_ORG and of their mesh identities alike (the data plane's `org`).
+  const org = snapshot.org?.name ?? DEFAULT_ORG;
   for (const workload of snapshot.workloads.values()) {
     const gvc = snapshot.gvcs.get(workload.gvc);
     if (gvc === undefined || !upRuns(workload, snapshot.settings.vendor)) continue;
@@ -83,7 +87,7 @@ export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): Rep
         containers,
         alias: gvc.alias,
         canonicalHost: workload.canonicalHost,
-        org: snapshot.org?.name,
+        org,
         vendor: snapshot.settings.vendor,
         provider: location.provider,
       });
@@ -95,7 +99,7 @@ export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): Rep
           index,
           name: `${workload.name}-${index}`,
           gvcAlias: gvc.alias,
-          org: snapshot.org?.name,
+          org,
           vendor: snapshot.settings.vendor,
           containers,
           workloadVersion: version,

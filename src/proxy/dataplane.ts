@@ -11,6 +11,7 @@ import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerRespon
 import type { Duplex } from 'node:stream';
 import { CONNECTION_ESTABLISHED } from './tunnel.js';
 import type { Snapshot, PortModel } from '../config/model.js';
+import { timeoutMsIn } from '../config/compile-workload.js';
 import {
   chooseLocation,
   geoCandidates,
@@ -391,7 +392,7 @@ export class DataPlane implements ExchangeObserver {
       ex.reply({ code: 'OVERLOADED' });
       return;
     }
-    ex.startTimeout(route.workload.timeoutMs);
+    ex.startTimeout(timeoutMsIn(route.workload, route.fixedLocation));
     ex.debugInfo?.queued(this.opts.deps.clock.now());
     const set = waiting;
     const release = (): void => {
@@ -487,7 +488,7 @@ export class DataPlane implements ExchangeObserver {
     }
     ex.replica = replica;
     routeTo(replica);
-    ex.startTimeout(workload.timeoutMs);
+    ex.startTimeout(timeoutMsIn(workload, location));
     const serverless = workload.type === 'serverless';
     const headers = upstreamHeaders(ex.req.headers, {
       host: serverless ? workload.canonicalHost : ex.host,
@@ -685,7 +686,7 @@ export class DataPlane implements ExchangeObserver {
       requestId: ex.requestId,
       keepTeTrailers: true,
     });
-    ex.startTimeout(workload.timeoutMs);
+    ex.startTimeout(timeoutMsIn(workload, identity.location));
     const protocol = protocolOf(workload.primaryPort);
     ex.targetPort = workload.primaryPort?.number;
     const chain = table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
@@ -744,7 +745,7 @@ export class DataPlane implements ExchangeObserver {
       requestId: ex.requestId,
       keepTeTrailers: true,
     });
-    ex.startTimeout(workload.timeoutMs);
+    ex.startTimeout(timeoutMsIn(workload, identity.location));
     const protocol = protocolOf(portModel);
     const chain = portModel.number === workload.mesh.inboundDisabledPort ? EMPTY_CHAIN : table.sidecarChains.get(workload.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return this.forward(ex, app, protocol, ex.pathWithQuery, headers);

@@ -33,14 +33,23 @@ export function errorBody(status: number, message: string, code: string, id: str
   return JSON.stringify({ status, message, code, details: details ?? {}, id });
 }
 
-/** Write a local reply. Returns the status sent (0 when nothing could be sent). */
-export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, reply: LocalReply, requestId: string): number {
+/** What a local reply wrote: its status (0 when nothing could be sent) and its body's bytes. */
+export interface SentReply {
+  readonly status: number;
+  /** Body bytes written (0 for HEAD and for a gRPC trailers-only answer), as Envoy's %BYTES_SENT% counts a local reply's. */
+  readonly bodyBytes: number;
+}
+
+const NOTHING_SENT: SentReply = { status: 0, bodyBytes: 0 };
+
+/** Write a local reply. */
+export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, reply: LocalReply, requestId: string): SentReply {
   const entry = ERRORS[reply.code];
   const status = reply.status ?? entry.status;
   const message = reply.message ?? entry.message;
   if (res.headersSent || res.destroyed || res.writableEnded) {
     destroyResponse(res);
-    return 0;
+    return NOTHING_SENT;
   }
   if (isGrpcRequest(req)) {
     const headers: OutgoingHttpHeaders = {
@@ -58,7 +67,7 @@ export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, 
       res.writeHead(200, headers as Record<string, string>);
       res.end();
     }
-    return 200;
+    return { status: 200, bodyBytes: 0 };
   }
   let body: string | Buffer;
   let contentType: string;
@@ -69,20 +78,22 @@ export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, 
     body = errorBody(status, message, reply.code, requestId, reply.details);
     contentType = 'application/json';
   }
+  const length = Buffer.byteLength(body);
   const headers: OutgoingHttpHeaders = {
     ...reply.headers,
     'content-type': contentType,
-    'content-length': Buffer.byteLength(body),
+    'content-length': length,
   };
+  const head = req.method === 'HEAD';
   try {
     res.writeHead(status, headers as Record<string, string>);
-    if (req.method === 'HEAD') res.end();
+    if (head) res.end();
     else (res as ServerResponse).end(body);
   } catch {
     destroyResponse(res);
-    return 0;
+    return NOTHING_SENT;
   }
-  return status;
+  return { status, bodyBytes: head ? 0 : length };
 }
 
 /** Reset the downstream stream or connection (after headers went out, there is no other answer). */

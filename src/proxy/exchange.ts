@@ -49,6 +49,7 @@ export class Exchange implements ExchangeView {
   /** Client address after trusted proxies. */
   clientAddress: string;
   status = 0;
+  /** Response body bytes written to the client: the app's answer relayed, or a local reply's body. */
   bytesSent = 0;
   upstreamStartedAt = 0;
   upstreamHeadersAt = 0;
@@ -139,7 +140,9 @@ export class Exchange implements ExchangeView {
       const debug = this.observer.debugHeaders?.(this);
       if (debug) reply = { ...reply, headers: { ...reply.headers, ...debug } };
     }
-    this.status = sendLocalReply(this.req, this.res, reply, this.requestId);
+    const sent = sendLocalReply(this.req, this.res, reply, this.requestId);
+    this.status = sent.status;
+    this.bytesSent += sent.bodyBytes;
     this.finish();
   }
 

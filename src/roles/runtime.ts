@@ -12,7 +12,7 @@ import { ConfigStore, type ConfigStoreOptions } from '../config/index.js';
 import { orgConflict, placeProblem } from './place.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
-import { redact, startAdmin, type AdminServer } from '../admin/server.js';
+import { adminAddresses, redact, startAdminListeners, type AdminListeners, type AdminServer } from '../admin/server.js';
 import { processSource } from '../admin/dashboard-sources.js';
 import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane } from '../proxy/dataplane.js';
@@ -58,6 +58,10 @@ export interface RuntimeOptions {
   readonly meshCredentials?: CredentialSource;
   /** `host:port` of the admin listener; undefined: none. */
   readonly admin?: string;
+  /** `host:port` of the status listener (`--status`: `/healthz`, `/ready` only); undefined: none. */
+  readonly status?: string;
+  /** `host:port` of the metrics listener (`--metrics`: `/metrics` only); undefined: none. */
+  readonly metrics?: string;
   readonly logger: Logger;
   /** The location this ingress or sidecar serves (one of the configuration's, when it has any). */
   readonly location?: string;
@@ -140,6 +144,11 @@ export class Runtime {
   readonly meshListeners: Listener[] = [];
   readonly meshInboundListeners: Listener[] = [];
   admin: AdminServer | undefined;
+  /** The `--status` listener (`/healthz`, `/ready`), when asked for. */
+  statusListener: AdminServer | undefined;
+  /** The `--metrics` listener (`/metrics`), when asked for. */
+  metricsListener: AdminServer | undefined;
+  private adminListeners: AdminListeners | undefined;
   /** This process's mesh identity, when it has one. */
   meshCredentials: CredentialSource | undefined;
   /** Its mTLS client (calls through its mesh listeners). */
@@ -449,15 +458,15 @@ export class Runtime {
       (spec.mesh ? this.meshListeners : this.listeners).push(listener);
     }
     for (const address of opts.meshInbound ?? []) await this.bindMeshInbound(address);
-    if (opts.admin) {
-      const { host, port } = parseHostPort(opts.admin);
-      this.admin = await startAdmin(host, port, this.metrics, {
-        ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
-        config: () => this.configDump(),
-        workloads: () => this.workloads(),
-        dashboard: processSource({ role: opts.role, metrics: this.metrics, store: this.store, replicas: this.replicas, clock: this.deps.clock, workloads: () => this.workloads() }),
-      });
-    }
+    this.adminListeners = await startAdminListeners(adminAddresses(opts), this.metrics, {
+      ready: () => this.listening && !this.stopping && (this.readiness?.() ?? true),
+      config: () => this.configDump(),
+      workloads: () => this.workloads(),
+      dashboard: processSource({ role: opts.role, metrics: this.metrics, store: this.store, replicas: this.replicas, clock: this.deps.clock, workloads: () => this.workloads() }),
+    });
+    this.admin = this.adminListeners.admin;
+    this.statusListener = this.adminListeners.status;
+    this.metricsListener = this.adminListeners.metrics;
     this.listening = true;
   }
 
@@ -572,7 +581,7 @@ export class Runtime {
     this.overload?.stop();
     this.store.close();
     await this.dataplane.close();
-    await this.admin?.close();
+    await this.adminListeners?.close();
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { formatHostPort } from '../address.js';
 import type { Snapshot } from '../config/model.js';
-import { count, type StartSummary } from '../summary.js';
+import { count, probeRows, type StartSummary } from '../summary.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 
 /** What the configuration holds, for the summary. */
@@ -25,6 +25,8 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
     ...runtime.meshInboundListeners.map((l) => ({ address: formatHostPort(l.address), kind: 'mesh-mtls' })),
   ];
   const admin = runtime.admin ? formatHostPort(runtime.admin.address) : undefined;
+  const status = runtime.statusListener ? formatHostPort(runtime.statusListener.address) : undefined;
+  const metrics = runtime.metricsListener ? formatHostPort(runtime.metricsListener.address) : undefined;
   const identity = runtime.meshTls?.uri;
   const sidecar = options.sidecar;
   const paths = options.configPaths ?? [];
@@ -41,6 +43,7 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
   }
   if (identity !== undefined) rows.push(['identity', identity]);
   if (admin !== undefined) rows.push(['admin', `http://${admin}  (/healthz /ready /metrics /config)`]);
+  rows.push(...probeRows(status, metrics));
   rows.push([
     'config',
     `${paths.join(', ')}  (${count(counts.records, 'record')}: ${count(counts.workloads, 'workload')}, ${count(counts.gvcs, 'gvc')}, ${count(counts.domains, 'domain')}, ${count(counts.deploymentReplicas, 'deployment replica')})`,
@@ -56,9 +59,12 @@ export function runtimeSummary(runtime: Runtime, options: RuntimeOptions, worker
       ...(sidecar ? { sidecar: { workload: sidecar.workload, replica: sidecar.replica, app: sidecar.app } } : {}),
       listeners,
       ...(admin !== undefined ? { admin } : {}),
+      ...(status !== undefined ? { status } : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
       ...(identity !== undefined ? { identity } : {}),
       config: { paths, ...counts },
       workers,
     },
   };
 }
+

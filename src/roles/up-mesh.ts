@@ -40,6 +40,17 @@ export function noProxy(domains: readonly string[]): string {
   return underLocalhost ? '127.0.0.1,::1' : 'localhost,127.0.0.1,::1';
 }
 
+/**
+ * The proxy variables of a process whose calls go through the outbound listener at `proxy`
+ * (`http://HOST:PORT`), in both spellings (curl reads only the lower-case `http_proxy`; Go and Python
+ * either), with `noProxy(domains)`. What `up` gives its replicas, and what the Kubernetes manifest's
+ * app container has (test/deploy checks it against this).
+ */
+export function proxyVariables(proxy: string, domains: readonly string[]): Record<string, string> {
+  const none = noProxy(domains);
+  return { HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy, NO_PROXY: none, no_proxy: none };
+}
+
 export class UpMesh implements ReplicaMeshes {
   private runtime: Runtime | undefined;
   /** The platform API the replicas' outbound listeners answer for (set before any replica starts). */
@@ -110,10 +121,7 @@ export class UpMesh implements ReplicaMeshes {
     }
     const proxy = `http://127.0.0.1:${listeners[1]!.address.port}`;
     const settings = runtime.store.current.settings;
-    const none = noProxy([settings.appDomain, settings.directDomain, settings.internalDomain]);
-    const env: Record<string, string> = workload.mesh.bypassOutbound ? {} : {
-      HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy, NO_PROXY: none, no_proxy: none,
-    };
+    const env: Record<string, string> = workload.mesh.bypassOutbound ? {} : proxyVariables(proxy, [settings.appDomain, settings.directDomain, settings.internalDomain]);
     // Through its own proxy the API knows the caller; a replica that bypasses it can only reach the
     // `--api` listener, where its token is from outside its workload (docs/platform-api.md).
     const endpoint = this.api && (workload.mesh.bypassOutbound ? this.api.url : this.api.endpoint());

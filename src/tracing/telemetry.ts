@@ -494,11 +494,10 @@ export class Telemetry implements RequestTelemetry {
       if (status > 0) span.setAttribute('http.response.status_code', status);
       if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
       if (ex.replica) span.setAttribute(k.replica, ex.replica.name);
-      if (ex.tunnel) {
-        // The payload each way of a WebSocket or CONNECT tunnel, read once when it closed.
-        span.setAttribute('http.request.body.size', ex.tunnel.bytesIn);
-        span.setAttribute('http.response.body.size', ex.bytesSent);
-      }
+      // The body bytes written to the client: the app's answer, or the proxy's own (a 504's JSON);
+      // a tunnel's payload each way, read once when it closed.
+      span.setAttribute('http.response.body.size', ex.bytesSent);
+      if (ex.tunnel) span.setAttribute('http.request.body.size', ex.tunnel.bytesIn);
       if (error !== undefined) {
         span.setAttribute('error.type', error);
         // Server spans: 4xx are the client's errors, not the server's (semantic conventions).

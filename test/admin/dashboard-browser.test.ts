@@ -3,13 +3,14 @@
  * the built-in demo (its echo workload as real processes) from a config folder; the page shows the
  * workload, its request rate rises above 0 once traffic is sent (waited for in the DOM, no sleeps),
  * a rejected reload whose error text holds markup shows that text as text (no element made, no
- * script run), and a screenshot is written to test-artifacts/dashboard.png.
+ * script run), and a screenshot is written to the test's temporary folder, kept (its path printed)
+ * only when the test fails; never to docs/, since it shows the injection probe (docs/dashboard.png is
+ * made by scripts/dashboard-picture.ts from a realistic run).
  */
 import t from 'tap';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startUp } from '../../src/roles/up.js';
 import { demoRecords, echoScriptPath } from '../../src/local/index.js';
@@ -17,12 +18,12 @@ import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
 import { request, waitFor, yamlDocuments } from '../helpers/harness.js';
 
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 const INJECTED = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">';
 
 t.test('the page shows the demo workload, its rate rises with traffic, markup in an error stays text', async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'svcproxy-dashboard-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // Kept when the test fails, for its screenshot.
+  t.teardown(() => (t.passing() ? rm(dir, { recursive: true, force: true }) : t.comment(`kept: ${dir}`)));
   await writeFile(path.join(dir, 'demo.yaml'), yamlDocuments(demoRecords(echoScriptPath(), process.execPath)));
   const up = await startUp({
     settings: defaultSettings,
@@ -32,7 +33,7 @@ t.test('the page shows the demo workload, its rate rises with traffic, markup in
     admin: '127.0.0.1:0',
     logger: silentLogger(),
     logDir: path.join(dir, 'logs'),
-    caDir: path.join(dir, 'ca'),
+    stateDir: path.join(dir, 'state'),
     watch: false,
   });
   t.teardown(() => up.stop(5000));
@@ -105,7 +106,8 @@ t.test('the page shows the demo workload, its rate rises with traffic, markup in
     .finally(() => (drawn = true));
   for (let i = 0; !drawn && i < 20_000; i++) await request(port, `echo-${alias}.app.localhost`, i % 50 === 0 ? '/slow' : '/dashboard');
   await sparkline;
-  await mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+  const shot = path.join(dir, 'dashboard.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  t.ok((await stat(shot)).size > 0, `a screenshot of the page with the probe (${shot}, kept if the test fails)`);
   t.same(problems, [], 'no script error on the page');
 });

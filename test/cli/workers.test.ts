@@ -2,7 +2,8 @@
  * `--workers N` on the installed command (`node bin/svcproxy.js`, built by `npm test`): real
  * primary and worker processes on free loopback ports. Requests through a 2-worker sidecar are
  * served by both workers (the `svcproxy_worker_requests_total{worker}` series and the access log's
- * `worker` field), `/metrics` sums them, a configuration reload reaches every worker while a
+ * `worker` field), `/metrics` sums them (on the admin and on the `--metrics` listener; `--status`
+ * answers the primary's readiness), a configuration reload reaches every worker while a
  * rejected one is reported once, a killed worker is restarted and traffic goes on, SIGTERM drains
  * every worker and exits 0, a port in use exits 1 with the single-process message.
  */
@@ -111,7 +112,8 @@ async function requests(port: number, count: number, host = HOST): Promise<(numb
 t.test('a 2-worker sidecar: both workers serve, /metrics sums them, the access log names the worker; SIGTERM exits 0', async (t) => {
   const app = await slowApp(t);
   const dir = configDir(t, records({ replicas: { [LOCATION]: [`127.0.0.1:${app.port}`] } }));
-  const proxy = await start(t, [...sidecarArgs(dir, app.port), '--workers', '2']);
+  const [statusPort, metricsPort] = [await freePort(), await freePort()];
+  const proxy = await start(t, [...sidecarArgs(dir, app.port), '--workers', '2', '--status', `127.0.0.1:${statusPort}`, '--metrics', `127.0.0.1:${metricsPort}`]);
   const answers = await requests(proxy.port, 20, 'localhost');
   t.same(answers, Array(20).fill('app'), '20 requests on 20 connections, all answered by the app');
 
@@ -124,6 +126,13 @@ t.test('a 2-worker sidecar: both workers serve, /metrics sums them, the access l
   t.equal(series(text, 'svcproxy_workers'), 2);
   t.equal(series(text, 'svcproxy_workers_ready'), 2);
   t.equal(text.match(/^svcproxy_open_connections /gm)?.length, 1, 'one series per metric, not one per worker');
+  // The primary's status and metrics listeners: its readiness, and /metrics summed as the admin's is.
+  const scraped = await metrics(`http://127.0.0.1:${metricsPort}`);
+  t.equal(series(scraped, `svcproxy_requests_total{workload="shop/api",location="${LOCATION}",status_class="2xx"}`), 20, '--metrics: the sum over workers');
+  t.equal(series(scraped, 'svcproxy_workers_ready'), 2, '--metrics: the primary\'s own series');
+  t.equal((await fetch(`http://127.0.0.1:${metricsPort}/config`)).status, 404, '--metrics: /config is 404');
+  t.equal((await fetch(`http://127.0.0.1:${statusPort}/ready`)).status, 200, '--status: /ready 200 with both workers ready');
+  t.equal((await fetch(`http://127.0.0.1:${statusPort}/metrics`)).status, 404, '--status: /metrics is 404');
   const view = await config(proxy.admin);
   t.same(view.workers.map((w) => [w.worker, w.ready, w.generation]), [[0, true, 1], [1, true, 1]], '/config lists both workers, ready, at generation 1');
   t.equal(new Set(view.workers.map((w) => w.pid)).size, 2, 'two processes');

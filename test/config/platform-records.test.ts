@@ -17,8 +17,8 @@ import { PLATFORM_LOCATIONS, platformLocationRecord } from '../../src/config/pla
 import { parseDigits, parseReplicaAmount } from '../../src/config/values.js';
 import { validateReport } from '../../src/config/validate-report.js';
 import { listEndpoints } from '../../src/routing/index.js';
-import { main } from '../../src/cli.js';
 import { prng, testSeed } from '../helpers/seed.js';
+import { mainOf } from '../helpers/main.js';
 
 const DIR = fileURLToPath(new URL('./fixtures/platform/', import.meta.url));
 const SHOP = join(DIR, 'shop.yaml');
@@ -193,24 +193,4 @@ t.test('the command line: --gvc and SVCPROXY_GVC on the commands that read recor
 function aliasOf(list: readonly { workload: string; kind: string; host?: string }[], workload: string): string {
   const host = (list as { workload: string; kind: string; host: string }[]).find((e) => e.workload === workload && e.kind === 'canonical')!.host;
   return host.slice(workload.length + 1, host.indexOf('.'));
-}
-
-async function mainOf(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [out, err] = [process.stdout.write, process.stderr.write];
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  let stdout = '';
-  let stderr = '';
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
 }

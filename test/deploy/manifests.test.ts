@@ -8,7 +8,7 @@
  * limit through the rate-limit service and a real redis-server — until SIGTERM, exit 0. What was
  * substituted to run on loopback (ports, volume folders, cluster DNS names, Secrets) is printed.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import http from 'node:http';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +22,10 @@ import { get, redisCommand, runArgv, runSync, waitFor200, type Proc } from './ru
 import { prng, testSeed } from '../helpers/seed.js';
 import { redisMissing } from '../fixtures/ratelimit/servers.js';
 import { loadSnapshot, defaultSettings } from '../../src/config/index.js';
-import { graceMs } from '../../src/flags.js';
+import { graceMs, type Flags } from '../../src/flags.js';
+import { parseFlags, settingsFrom } from '../../src/cli.js';
+import { parseHostPort } from '../../src/address.js';
+import { proxyVariables } from '../../src/roles/up-mesh.js';
 
 // Tap's per-file limit is a hang guard; four processes start on two busy cores.
 t.setTimeout(240_000);
@@ -133,6 +136,7 @@ t.test('kustomization, namespaces, images, security contexts, resources, probes,
       for (const p of c.ports as Obj[]) t.ok(image.expose.includes(p.containerPort), `${name}: port ${p.containerPort} is EXPOSEd`);
       t.match(c.readinessProbe?.httpGet, { path: '/ready' }, `${name}: readiness is /ready`);
       t.match(c.livenessProbe?.httpGet, { path: '/healthz' }, `${name}: liveness is /healthz`);
+      checkAdminListeners(t, d, c);
     }
   }
 
@@ -153,6 +157,51 @@ t.test('kustomization, namespaces, images, security contexts, resources, probes,
     t.ok(sleeps.every((s) => s === sleeps[0] && s > 0), `${d.metadata.name}: every container sleeps ${sleeps[0]} s in preStop (serves while endpoints go)`);
     t.ok(pod.terminationGracePeriodSeconds >= sleeps[0]! + drainSeconds, `${d.metadata.name}: grace ${pod.terminationGracePeriodSeconds} s ≥ preStop ${sleeps[0]} s + drain ${drainSeconds} s`);
   }
+});
+
+/** A svcproxy container's flags, read by the program's own parser (the manifest's `args`, no environment). */
+function flagsOfContainer(c: Obj): Flags {
+  return parseFlags([...(c.args as string[])], {}).flags;
+}
+
+/** The port a probe or Service names (a number, or a container port's name). */
+function portOf(c: Obj, port: number | string): number | undefined {
+  return typeof port === 'number' ? port : (c.ports as Obj[] | undefined)?.find((p) => p.name === port)?.containerPort;
+}
+
+/**
+ * The admin on the pod's loopback only (its /config shows the topology, its dashboard the traffic);
+ * the probes on the --status listener, Prometheus' annotations on the --metrics listener, both
+ * reachable from the cluster (DESIGN §3; Istio's 15021 and 15090).
+ */
+function checkAdminListeners(t: Test, d: Obj, c: Obj): void {
+  const name = `${d.metadata.name}/${c.name}`;
+  const flags = flagsOfContainer(c);
+  const admin = parseHostPort(flags.admin ?? '127.0.0.1:9901');
+  t.ok(['127.0.0.1', '::1'].includes(admin.host), `${name}: --admin ${flags.admin} is on loopback`);
+  t.notOk((c.ports as Obj[]).some((p) => p.containerPort === admin.port), `${name}: the admin port is not a container port`);
+  t.ok(flags.status && flags.metrics, `${name}: --status and --metrics are given`);
+  const status = parseHostPort(flags.status ?? ':0');
+  const metrics = parseHostPort(flags.metrics ?? ':0');
+  t.same([status, metrics], [{ host: '0.0.0.0', port: 15021 }, { host: '0.0.0.0', port: 15090 }], `${name}: --status 0.0.0.0:15021, --metrics 0.0.0.0:15090`);
+  t.equal(portOf(c, c.readinessProbe.httpGet.port), status.port, `${name}: readinessProbe on the status port`);
+  t.equal(portOf(c, c.livenessProbe.httpGet.port), status.port, `${name}: livenessProbe on the status port`);
+  t.equal(portOf(c, 'metrics'), metrics.port, `${name}: the container port named metrics is --metrics'`);
+  t.same(d.spec.template.metadata.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(metrics.port), 'prometheus.io/path': '/metrics' }, `${name}: Prometheus' annotations name the metrics listener`);
+}
+
+t.test('the app container\'s proxy variables are the ones up gives its replicas (one rule: docs/mesh.md)', async (t) => {
+  const pod = deploymentsOf(manifests).find((d) => d.metadata.name === 'api')!.spec.template.spec as Obj;
+  const sidecar = (pod.containers as Obj[]).find(svcproxyImage)!;
+  const app = (pod.containers as Obj[]).find((c) => !svcproxyImage(c))!;
+  const flags = flagsOfContainer(sidecar);
+  const settings = settingsFrom(flags);
+  const mesh = flags.mesh?.[0];
+  t.ok(mesh, `the sidecar has an outbound listener (--mesh ${mesh})`);
+  const want = proxyVariables(`http://${mesh}`, [settings.appDomain, settings.directDomain, settings.internalDomain]);
+  const given = Object.fromEntries(((app.env ?? []) as Obj[]).filter((e) => /_proxy$/i.test(e.name as string)).map((e) => [e.name as string, e.value as string]));
+  t.same(given, want, `the app's ${Object.keys(want).join(', ')} are up's for the sidecar's domains`);
+  t.equal(given.NO_PROXY, '127.0.0.1,::1', 'NO_PROXY leaves localhost out: internal names are *.localhost here');
 });
 
 t.test('the Dockerfile: what it copies exists and is in the context; ENTRYPOINT + CMD runs', { skip: dist }, async (t) => {
@@ -249,6 +298,14 @@ t.test('each manifest\'s argv runs: ingress → sidecar → app, rate limit thro
     await waitFor200(procs[name]!, plans[name].readiness!);
     await waitFor200(procs[name]!, plans[name].liveness!);
     t.pass(`${name}: readinessProbe ${new URL(plans[name].readiness!).pathname} and livenessProbe ${new URL(plans[name].liveness!).pathname} answer 200`);
+    // The probes' port is the status listener: it answers them and nothing else; the metrics
+    // listener only /metrics; the admin (on the pod's loopback) the rest.
+    const on = (port: number) => async (p: string) => (await fetch(`http://127.0.0.1:${plans[name].ports.get(port)!}${p}`)).status;
+    const [status, metrics, admin] = [on(15021), on(15090), on(9901)];
+    t.equal(Number(new URL(plans[name].readiness!).port), plans[name].ports.get(15021), `${name}: the probes reach the status listener`);
+    t.same(await Promise.all(['/healthz', '/ready', '/metrics', '/config', '/'].map(status)), [200, 200, 404, 404, 404], `${name}: status answers /healthz and /ready only`);
+    t.same(await Promise.all(['/metrics', '/healthz', '/ready', '/config'].map(metrics)), [200, 404, 404, 404], `${name}: metrics answers /metrics only`);
+    t.equal(await admin('/config'), 200, `${name}: the admin (loopback) serves /config`);
   }
 
   // The workload's canonical host name, as `svcproxy endpoints` prints it with the ingress's domains.

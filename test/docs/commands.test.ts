@@ -12,9 +12,9 @@
  *
  * What is changed before a command runs (nothing else is):
  * - the program is `node bin/svcproxy.js` however it is written (`svcproxy`, `npx svcproxy`);
- * - `--listen`, `--listen-tls`, `--admin`, `--mesh`, `--mesh-inbound` addresses become free loopback
- *   ports, and a role without `--listen`, `--admin` (or, for `up`, `--mesh`) gets one, so that its
- *   defaults cannot collide and its admin `/ready` can be asked;
+ * - `--listen`, `--listen-tls`, `--admin`, `--status`, `--metrics`, `--mesh`, `--mesh-inbound`
+ *   addresses become free loopback ports, and a role without `--listen`, `--admin` (or, for `up`,
+ *   `--mesh`) gets one, so that its defaults cannot collide and its admin `/ready` can be asked;
  * - a `--config` path that exists in the repository is used as it is (from the repository's root);
  *   any other (`/etc/svcproxy`) is a temporary folder of real records naming the org, location, GVC
  *   and workloads the docs use (acme, aws-us-east-2, shop, web, api); for `ratelimit` it is a file
@@ -52,11 +52,18 @@ const FOREIGN: Record<string, string> = {
   prop: 'cpln (the platform\'s CLI: cpln location query --prop ~TEXT)',
   rounds: 'npm run bench',
   root: 'node bench/dist/instructions.js',
+  seconds: 'npm run dashboard-picture',
+  out: 'npm run dashboard-picture',
   'single-threaded': 'valgrind',
   login: 'cpln profile update',
   wait: 'code (VS Code, as an editor)',
   'no-color': 'svcproxy rest (--color turned off)',
   version: 'cpln --version',
+  ready: 'cpln apply',
+  set: 'cpln workload update',
+  unset: 'cpln workload update',
+  replace: 'cpln edit',
+  'all-gvcs': 'cpln workload get',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
@@ -201,7 +208,7 @@ async function prepare(c: DocCommand, work: string, cleanups: (() => void)[]): P
   let tls: ReturnType<typeof testCert> | undefined;
   for (let i = 0; i < args.length - 1; i++) {
     const flag = args[i]!;
-    if (['--listen', '--listen-tls', '--admin', '--mesh', '--mesh-inbound'].includes(flag)) args[i + 1] = await address();
+    if (['--listen', '--listen-tls', '--admin', '--status', '--metrics', '--mesh', '--mesh-inbound'].includes(flag)) args[i + 1] = await address();
     else if (flag === '--config' || flag === '-c') {
       const given = path.resolve(ROOT, args[i + 1]!);
       if (command === 'ratelimit') {

@@ -1,6 +1,7 @@
 /**
  * `svcproxy explain` as a user runs it (`node bin/svcproxy.js`, the compiled program): text and JSON
- * output, exit 0 when it routes and 1 when refused, validate's file:line errors for an invalid
+ * output (the timeout with its source: the tour's with and without `svc/timeoutSecondsOverride`),
+ * exit 0 when it routes and 1 when refused, validate's file:line errors for an invalid
  * configuration, usage errors (a URL without a scheme, a malformed -H, an unknown --location) with
  * exit 2, and no socket opened: the authorization and rate-limit services of the configuration point
  * at a listener that counts connections, and it counts none.
@@ -8,7 +9,7 @@
 import t from 'tap';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,14 +95,15 @@ t.test('text and JSON output, exit codes, and no connection to any service', asy
   t.match(text.stdout, /\* gcp-us-east1 +yes +- +0 ms \(own\)/);
   t.match(text.stdout, /ext_authz grpc:\/\/127\.0\.0\.1:\d+ \(grpc, 1000 ms, fail-open\): checked/);
   t.match(text.stdout, new RegExp(`ratelimit http://127\\.0\\.0\\.1:\\d+ domain svc .*descriptor \\[authority=${HOST.replace(/\./g, '\\.')}, method=GET\\]`));
-  t.match(text.stdout, /timeout: +9000 ms/);
+  t.match(text.stdout, /timeout: +9000 ms \(spec\.defaultOptions\.timeoutSeconds\)\n/, 'the timeout and where it comes from');
   t.match(text.stdout, /retries: +1 on 5xx; backoff below 25 ms/);
   t.match(text.stdout, /debug: +x-svc-debug: applies/);
 
   const json = await run(['explain', '-c', dir, `http://${HOST}/a/../b`, '-X', 'POST', '-o', 'json']);
   t.equal(json.code, 0, json.stderr);
   const e = JSON.parse(json.stdout) as Record<string, any>;
-  t.same(Object.keys(e).sort(), ['debug', 'filters', 'firewall', 'host', 'location', 'notes', 'replica', 'replicas', 'request', 'retry', 'route', 'suspended', 'timeoutMs', 'tracing', 'verdict'], 'the documented fields');
+  t.same(Object.keys(e).sort(), ['debug', 'filters', 'firewall', 'host', 'location', 'notes', 'replica', 'replicas', 'request', 'retry', 'route', 'suspended', 'timeoutMs', 'timeoutSource', 'tracing', 'verdict'], 'the documented fields');
+  t.same([e.timeoutMs, e.timeoutSource], [9000, 'spec.defaultOptions.timeoutSeconds']);
   t.same(e.verdict, { routes: true, reason: 'to shop/api in aws-us-east-2' }, 'without --location both latencies are unknown: the GVC\'s first location');
   t.equal(e.request.path, '/b');
   t.equal(e.route.upstreamPath, '/b');
@@ -116,6 +118,23 @@ t.test('text and JSON output, exit codes, and no connection to any service', asy
 
   await services.drain();
   t.equal(services.accepted(), 1, 'the only connection the service port saw is the test\'s own');
+});
+
+t.test('the tour with svc/timeoutSecondsOverride: 5 added (README, step 3): the tag named as the timeout\'s source', async (t) => {
+  const tour = readFileSync(fileURLToPath(new URL('../../docs/examples/tour.yaml', import.meta.url)), 'utf8');
+  t.match(tour, /^tags: \{\}$/m, 'the tour ships with no tags');
+  const dir = mkdtempSync(join(tmpdir(), 'explain-tour-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'tour.yaml');
+  const url = 'http://echo-tour000000001.app.localhost:8080/hello';
+  writeFileSync(file, tour);
+  const before = await run(['explain', '--config', file, url]);
+  t.equal(before.code, 0, before.stderr);
+  t.match(before.stdout, /^timeout: +1000 ms \(spec\.defaultOptions\.timeoutSeconds\)$/m, 'as shipped: defaultOptions.timeoutSeconds');
+  writeFileSync(file, tour.replace(/^tags: \{\}$/m, 'tags:\n  svc/timeoutSecondsOverride: 5'));
+  const after = await run(['explain', '--config', file, url]);
+  t.equal(after.code, 0, after.stderr);
+  t.match(after.stdout, /^timeout: +5000 ms \(tag svc\/timeoutSecondsOverride\)$/m, 'with the tag: the tag');
 });
 
 t.test('an invalid configuration: validate\'s lines, exit 1', async (t) => {

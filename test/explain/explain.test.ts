@@ -3,11 +3,12 @@
  * replicas `up` would start (`W-0..W-(minScale-1)`), a deployment replica named by DNS shown as its
  * name, a replica forced not ready, the GVC's only location, a replica's own sidecar running the
  * filters (with its listener port for `port` exclusions), a port kept out of the sidecar, tracing's
- * sampling decision from the caller's header, a CONNECT, and the request parser's usage errors.
+ * sampling decision from the caller's header, the timeout with where it comes from (tag, a location's
+ * localOptions, defaultOptions, the default), a CONNECT, and the request parser's usage errors.
  */
 import t from 'tap';
-import { buildSnapshot } from '../../src/config/index.js';
-import { explain, parseExplainRequest } from '../../src/explain/index.js';
+import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
+import { explain, formatText, parseExplainRequest } from '../../src/explain/index.js';
 import { UsageError } from '../../src/flags.js';
 import { ALIAS } from '../helpers/harness.js';
 
@@ -69,6 +70,44 @@ t.test('tracing: the caller\'s decision, the ratio, x-svc-debug: trace', async (
   t.match(await sampled(['traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01']), /^yes: the caller's w3c header/);
   t.match(await sampled(['traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00']), /^no: /);
   t.match(await sampled(['x-svc-debug: trace']), /^yes: x-svc-debug: trace/);
+});
+
+t.test('the timeout and its source: the tag, localOptions of the chosen location, defaultOptions, the default', async (t) => {
+  const twoLocations = (workload: Record<string, unknown>, tags: Record<string, unknown> = {}, settings = defaultSettings) => buildSnapshot([
+    { kind: 'org', name: 'acme' },
+    { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
+    { kind: 'location', name: 'gcp-us-east1', provider: 'gcp', region: 'us-east1' },
+    { kind: 'gvc', name: 'shop', alias: ALIAS, spec: { staticPlacement: { locationLinks: ['//location/aws-us-east-2', '//location/gcp-us-east1'] } } },
+    {
+      kind: 'workload', name: 'api', gvc: 'shop', tags,
+      spec: {
+        type: 'standard',
+        containers: [{ name: 'app', image: 'app:1', ports: [{ number: 8080, protocol: 'http' }] }],
+        firewallConfig: { external: { inboundAllowCIDR: ['0.0.0.0/0'] } },
+        ...workload,
+        defaultOptions: { autoscaling: { minScale: 1, maxScale: 3 }, ...(workload.defaultOptions as object) },
+      },
+    },
+    { kind: 'deployment', name: 'api', gvc: 'shop', status: { locations: ['aws-us-east-2', 'gcp-us-east1'].map((name) => ({ name, replicas: [{ name: 'api-0', address: '127.0.0.1:7001' }] })) } },
+  ], settings);
+  const local = { localOptions: [{ location: '//location/aws-us-east-2', debug: true }, { location: 'gcp-us-east1', timeoutSeconds: 30 }] };
+  const at = (loc: string) => `http://api-${ALIAS}.${loc}.direct.localhost/`;
+  const cases: [string, ReturnType<typeof twoLocations>, string, number, string][] = [
+    ['nothing set', twoLocations({}), URL, 5000, 'the default'],
+    ['defaultOptions', twoLocations({ defaultOptions: { timeoutSeconds: 7 } }), URL, 7000, 'spec.defaultOptions.timeoutSeconds'],
+    ['the tag', twoLocations({ defaultOptions: { timeoutSeconds: 7 } }, { 'svc/timeoutSecondsOverride': '900' }), URL, 900_000, 'tag svc/timeoutSecondsOverride'],
+    ['a location with its own', twoLocations({ defaultOptions: { timeoutSeconds: 7 }, ...local }), at('gcp-us-east1'), 30_000, 'spec.localOptions[1].timeoutSeconds'],
+    ['a location whose entry sets no timeout', twoLocations({ defaultOptions: { timeoutSeconds: 7 }, ...local }), at('aws-us-east-2'), 7000, 'spec.defaultOptions.timeoutSeconds'],
+    ['the tag over a location\'s own', twoLocations({ ...local }, { 'svc/timeoutSecondsOverride': 2 }), at('gcp-us-east1'), 2000, 'tag svc/timeoutSecondsOverride'],
+    ['another vendor\'s tag', twoLocations({}, { 'cpln/timeoutSecondsOverride': 3 }, { ...defaultSettings, vendor: 'cpln' }), URL, 3000, 'tag cpln/timeoutSecondsOverride'],
+  ];
+  for (const [what, s, url, ms, source] of cases) {
+    const e = await explain(s, parseExplainRequest({ url }));
+    t.same([e.timeoutMs, e.timeoutSource], [ms, source], `${what}: ${ms} ms (${source})`);
+    t.match(formatText(e), new RegExp(`^timeout: +${ms} ms \\(${source.replace(/[.[\]()]/g, '\\$&')}\\)$`, 'm'), `${what}: the text line`);
+  }
+  const refused = await explain(twoLocations({}), parseExplainRequest({ url: 'http://nobody.example/' }));
+  t.same([refused.timeoutMs, refused.timeoutSource], [null, null], 'refused before routing: no timeout');
 });
 
 t.test('refused before routing: CONNECT, a path that does not normalize', async (t) => {

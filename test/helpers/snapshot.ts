@@ -264,6 +264,7 @@ export function buildSnapshot(input: SnapshotInput = {}): Snapshot {
         locationOptions,
         globallySuspended: defaultOptions.suspend || defaultOptions.maxScale === 0,
         timeoutMs: w.timeoutMs ?? (override !== undefined ? Number(override) : defaultOptions.timeoutSeconds) * 1000,
+        timeoutSource: w.timeoutMs !== undefined ? 'test' : override !== undefined ? `tag ${vendor}/timeoutSecondsOverride` : 'spec.defaultOptions.timeoutSeconds',
         replicaDirect: w.replicaDirect ?? false,
         publishNotReadyAddresses: w.publishNotReadyAddresses ?? tags[`${vendor}/publishNotReadyAddresses`] === 'true',
         retryPolicy: Object.freeze({

@@ -151,6 +151,23 @@ t.test('timeouts answer 504, the override tag wins, a dead upstream gives 503', 
   t.equal(late.status, 200);
   t.equal(late.body, 'late');
 
+  // localOptions[].timeoutSeconds is the timeout in its location (DESIGN §2: localOptions override
+  // defaultOptions there); the other location keeps defaultOptions'.
+  const perLocation = await startPlane(
+    t,
+    records({
+      replicas: { 'aws-us-east-2': [`127.0.0.1:${slow.port}`], 'gcp-us-east1': [`127.0.0.1:${slow.port}`] },
+      workloadSpec: { defaultOptions: { timeoutSeconds: 1 }, localOptions: [{ location: '//location/gcp-us-east1', timeoutSeconds: 5 }] },
+    }),
+  );
+  await perLocation.ready();
+  const [inGcp, inAws] = await Promise.all([
+    request(perLocation.port, `api-${ALIAS}.gcp-us-east1.direct.localhost`, '/'),
+    request(perLocation.port, `api-${ALIAS}.aws-us-east-2.direct.localhost`, '/'),
+  ]);
+  t.same([inGcp.status, inGcp.body], [200, 'late'], 'gcp-us-east1: its localOptions\' 5 s');
+  t.equal(inAws.status, 504, 'aws-us-east-2: defaultOptions\' 1 s');
+
   // A replica whose port closes after it became ready: refused → 503 with Envoy's message.
   const dying = await startHttpServer(t, echoHandler());
   const plane2 = await startPlane(t, records({ replicas: { 'aws-us-east-2': [`127.0.0.1:${dying.port}`] } }));

@@ -75,6 +75,7 @@ export function workload(input: WorkloadInput, alias = 'abcdefghijklm'): Workloa
     locationOptions,
     globallySuspended: defaults.suspend || defaults.maxScale === 0,
     timeoutMs: 5000,
+    timeoutSource: 'the default',
     replicaDirect: false,
     publishNotReadyAddresses: false,
     retryPolicy: { attempts: 2, retryOn: [] },
@@ -88,7 +89,8 @@ export interface SnapshotInput {
   readonly vendor?: string;
   readonly workloads: readonly WorkloadModel[];
   readonly locations?: readonly string[];
-  readonly org?: string;
+  /** The org record's name; `null`: the records hold no org record. */
+  readonly org?: string | null;
   readonly records?: Snapshot['records'];
   readonly generation?: number;
 }
@@ -115,7 +117,7 @@ export function snapshot(input: SnapshotInput): Snapshot {
       directDomain: 'direct.localhost',
       internalDomain: 'internal.localhost',
     },
-    org: { name: input.org ?? 'acme' },
+    ...(input.org === null ? {} : { org: { name: input.org ?? 'acme' } }),
     locations: new Map(LOCATIONS.map((l) => [l.name, l])),
     gvcs,
     workloads: new Map(input.workloads.map((w) => [w.key, w])),

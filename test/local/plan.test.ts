@@ -1,6 +1,7 @@
 import t from 'tap';
 import { planReplicas, replicaCount } from '../../src/local/plan.js';
 import { workloadVersion } from '../../src/local/env.js';
+import { DEFAULT_ORG } from '../../src/mesh/index.js';
 import { container, snapshot, workload } from './fixtures.js';
 
 t.test('replicaCount', async (t) => {
@@ -51,6 +52,11 @@ t.test('planReplicas: per location, names, skips', async (t) => {
   t.equal(mixedPlan.location.provider, 'aws');
   t.equal(mixedPlan.vendor, 'svc');
   t.equal(mixedPlan.org, 'acme');
+});
+
+t.test('planReplicas: without an org record, the org of the mesh identities (SVC_ORG is never empty)', async (t) => {
+  const [plan] = planReplicas(snapshot({ org: null, workloads: [workload({ name: 'api', containers: [container({ command: '/bin/a' })] })] }));
+  t.equal(plan!.org, DEFAULT_ORG);
 });
 
 t.test('planReplicas: fingerprint and version', async (t) => {

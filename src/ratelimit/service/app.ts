@@ -1,7 +1,7 @@
 /**
  * One running rate-limit service: rules loaded (and hot-reloaded), a counter store (memory, or Redis
  * shared between instances), the gRPC listener, and optionally the admin listener (`/healthz`,
- * `/ready`, `/metrics`, `/config`). Reload: the folders of the rules paths are watched (so a file
+ * `/ready`, `/metrics`, `/config`) and the status (`/healthz`, `/ready`) and metrics (`/metrics`) ones. Reload: the folders of the rules paths are watched (so a file
  * replaced by rename is seen; events debounced 100 ms on the injected clock) and `reload()` is called
  * on SIGHUP by the CLI; an invalid reload keeps the rules in force, logs every error and shows them
  * under `/config`. `/ready` is 503 while the store cannot answer (Redis down). `start` rejects with a
@@ -11,7 +11,7 @@ import { readFileSync, type FSWatcher } from 'node:fs';
 import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
 import { Metrics } from '../../admin/metrics.js';
-import { startAdmin, type AdminServer } from '../../admin/server.js';
+import { startAdminListeners, type AdminListeners, type AdminServer } from '../../admin/server.js';
 import { watchConfigPaths } from '../../config/watch.js';
 import { systemClock, type Clock, type Timer } from '../../deps.js';
 import { loadRules, type RuleSet } from './rules.js';
@@ -34,6 +34,10 @@ export interface RateLimitAppOptions {
   readonly redis?: string;
   readonly listen: { readonly host: string; readonly port: number };
   readonly admin?: { readonly host: string; readonly port: number };
+  /** `--status`: `/healthz` and `/ready` only. */
+  readonly status?: { readonly host: string; readonly port: number };
+  /** `--metrics`: `/metrics` only. */
+  readonly metrics?: { readonly host: string; readonly port: number };
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly logger: Logger;
   readonly clock?: Clock;
@@ -60,10 +64,25 @@ export class RateLimitApp {
     readonly metrics: Metrics,
     private readonly reloads: Counter<'result'>,
     readonly server: RateLimitServer,
-    readonly admin: AdminServer | undefined,
+    private readonly adminListeners: AdminListeners,
     private readonly clock: Clock,
   ) {
     this.current = first;
+  }
+
+  /** The admin listener, when `admin` was given. */
+  get admin(): AdminServer | undefined {
+    return this.adminListeners.admin;
+  }
+
+  /** The status listener (`/healthz`, `/ready`), when `status` was given. */
+  get statusListener(): AdminServer | undefined {
+    return this.adminListeners.status;
+  }
+
+  /** The metrics listener (`/metrics`), when `metrics` was given. */
+  get metricsListener(): AdminServer | undefined {
+    return this.adminListeners.metrics;
   }
 
   static async start(opts: RateLimitAppOptions): Promise<RateLimitApp> {
@@ -91,22 +110,21 @@ export class RateLimitApp {
       metrics: svcMetrics,
       ...(opts.storeTimeoutMs !== undefined ? { storeTimeoutMs: opts.storeTimeoutMs } : {}),
     });
-    let server: RateLimitServer;
-    let admin: AdminServer | undefined;
+    let server: RateLimitServer | undefined;
+    let admin: AdminListeners;
     try {
       const tls = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
       server = await startRateLimitServer(service, opts.listen.host, opts.listen.port, logger, tls);
-      if (opts.admin) {
-        admin = await startAdmin(opts.admin.host, opts.admin.port, metrics, {
-          ready: () => app !== undefined && !app.closed && store.ready(),
-          config: () => app?.describe(),
-        });
-      }
+      admin = await startAdminListeners({ admin: opts.admin, status: opts.status, metrics: opts.metrics }, metrics, {
+        ready: () => app !== undefined && !app.closed && store.ready(),
+        config: () => app?.describe(),
+      });
     } catch (err) {
+      await server?.close(0);
       await store.close();
       throw err;
     }
-    app = new RateLimitApp(opts, loaded.rules, store, metrics, reloads, server!, admin, clock);
+    app = new RateLimitApp(opts, loaded.rules, store, metrics, reloads, server, admin, clock);
     app.logRules();
     if (opts.watch !== false) app.watch();
     return app;
@@ -178,6 +196,6 @@ export class RateLimitApp {
     this.watchers = [];
     if (this.debounce !== undefined) this.clock.clearTimeout(this.debounce);
     await this.server.close(graceMs);
-    await Promise.all([this.admin?.close(), this.store.close()]);
+    await Promise.all([this.adminListeners.close(), this.store.close()]);
   }
 }

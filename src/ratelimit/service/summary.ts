@@ -1,10 +1,10 @@
 /**
  * The start-up summary of `svcproxy ratelimit` (said by src/summary.ts): the gRPC listener, admin,
- * the rules' paths, domains and rule count, and the counter store (memory, or the Redis URL with
- * its password hidden).
+ * status and metrics, the rules' paths, domains and rule count, and the counter store (memory, or
+ * the Redis URL with its password hidden).
  */
 import { formatHostPort } from '../../address.js';
-import { count, type StartSummary } from '../../summary.js';
+import { count, probeRows, type StartSummary } from '../../summary.js';
 import type { RateLimitApp } from './app.js';
 import type { RuleNode } from './rules.js';
 import { redactRedisUrl } from './store-redis.js';
@@ -24,9 +24,12 @@ export function rateLimitSummary(app: RateLimitApp, paths: readonly string[], re
   const store = redis !== undefined ? redactRedisUrl(redis) : 'memory';
   const listen = formatHostPort(app.address);
   const admin = app.admin ? formatHostPort(app.admin.address) : undefined;
+  const status = app.statusListener ? formatHostPort(app.statusListener.address) : undefined;
+  const metrics = app.metricsListener ? formatHostPort(app.metricsListener.address) : undefined;
   const rows: [string, string][] = [
     ['listening', `grpc${tls ? 's' : ''}://${listen}  (Envoy RLS v3)`],
     ...(admin !== undefined ? [['admin', `http://${admin}  (/healthz /ready /metrics /config)`] as [string, string]] : []),
+    ...probeRows(status, metrics),
     ['rules', `${paths.join(', ')}  (${count(domains.length, 'domain')}: ${domains.map((d) => d.name).join(', ') || '-'}; ${count(rules, 'rule')})`],
     ['store', store === 'memory' ? 'memory  (counters in this process)' : store],
   ];
@@ -38,6 +41,8 @@ export function rateLimitSummary(app: RateLimitApp, paths: readonly string[], re
       listen,
       tls,
       ...(admin !== undefined ? { admin } : {}),
+      ...(status !== undefined ? { status } : {}),
+      ...(metrics !== undefined ? { metrics } : {}),
       rules: { paths, files: app.rules.files.length, domains: domains.map((d) => d.name), rules },
       store,
     },
