@@ -5,7 +5,10 @@
  * terminal columns (string-width, so wide and combining characters line up), cells of several lines
  * make rows of several lines, left-aligned. A column marked `hideEmpty` whose cells are all empty is
  * left out. Control characters are shown escaped (`\u001b`) instead of reaching the terminal (the
- * platform CLI refuses most of them and passes escapes through). Pure; never throws.
+ * platform CLI refuses most of them and passes escapes through). A line is never broken: the table
+ * package breaks one only when it measures the line's graphemes wider than string-width measures the
+ * line, which well-formed text never is (a zero-width joiner between characters that do not join is).
+ * Pure; never throws.
  */
 import { createRequire } from 'node:module';
 
