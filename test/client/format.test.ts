@@ -108,7 +108,8 @@ t.test('ages: the platform CLI\'s units and rounding on generated durations', as
 
 t.test('truncation: lodash\'s on generated text, ASCII and not', async (t) => {
   for (let i = 0; i < 3000; i++) {
-    const s = text(rand, 30);
+    // With joiners between anything too: lodash counts symbols by its own expressions, malformed or not.
+    const s = rand() < 0.3 ? text(rand, 30).replace(/ /g, () => (rand() < 0.3 ? '\u200d' : ' ')) : text(rand, 30);
     const n = 1 + Math.floor(rand() * 50);
     const theirs = lodashTruncate(s, { length: n, omission: '...' });
     if (truncate(s, n) !== theirs) t.equal(truncate(s, n), theirs, `${JSON.stringify(s)} to ${n}`);
