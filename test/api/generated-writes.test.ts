@@ -80,9 +80,13 @@ t.test(`generated writes, file edits and restarts agree (seed ${SEED})`, async (
   const state = (): string => JSON.stringify([up.runtime.store.current.generation, up.runtime.store.current.records]);
   const counts = { put: 0, patch: 0, delete: 0, invalid: 0, file: 0, restart: 0 };
 
-  for (let step = 0; step < 150; step++) {
+  // Where each kind of step starts in [0, 1): a kind that has not run by the last steps is made to run.
+  const KIND_AT = { put: 0, patch: 0.25, delete: 0.4, invalid: 0.55, file: 0.75, restart: 0.95 } as const;
+  const STEPS = 150;
+  for (let step = 0; step < STEPS; step++) {
     const name = pick(NAMES);
-    const r = random();
+    const missing = (Object.keys(KIND_AT) as (keyof typeof KIND_AT)[]).filter((k) => counts[k] === 0);
+    const r = STEPS - step <= missing.length ? KIND_AT[missing[0]!] : random();
     const description = `step-${step}`;
     if (r < 0.25) {
       const got = await call('PUT', W, workload(name, description, random() < 0.5 ? String(Math.floor(random() * 3)) : 1));
