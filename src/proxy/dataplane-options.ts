@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
 import type { HostPort, ReplicaRegistry } from '../routing/index.js';
-import type { RequestTelemetry } from './telemetry.js';
+import type { RequestTelemetry } from '../observe/index.js';
 import type { FilterFactories } from './routes.js';
 import type { OverloadGuard } from './overload.js';
 

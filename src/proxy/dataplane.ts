@@ -38,7 +38,7 @@ import { backoffMs, retryAfterMs } from '../retry/backoff.js';
 import { RetryBudgets, type RetryBudget } from '../retry/budget.js';
 import { ReplayableBody } from '../retry/replay.js';
 import { OutlierDetector } from '../routing/outlier.js';
-import type { Role } from './telemetry.js';
+import type { Role } from '../observe/index.js';
 import { clientAddress, upstreamHeaders } from './headers.js';
 import { DEFAULT_LIMITS, sniff, type ListenerHandlers } from './listener.js';
 import type { Socket } from 'node:net';

@@ -21,7 +21,7 @@ import { listen, type Listener, type ListenerHandlers, type ListenerLimits } fro
 import { OverloadGuard } from '../proxy/overload.js';
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
-import type { RequestTelemetry } from '../proxy/telemetry.js';
+import type { RequestTelemetry } from '../observe/index.js';
 import { createTelemetry } from '../tracing/index.js';
 import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { healthSamples, workloadStatuses, type WorkloadStatus } from '../local/workloads.js';

@@ -24,8 +24,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Snapshot } from '../config/model.js';
 import { systemClock, type Clock } from '../deps.js';
-import type { Exchange } from '../proxy/exchange.js';
-import type { AttemptEnd, RequestTelemetry, Role } from '../proxy/telemetry.js';
+import type { AttemptEnd, ExchangeInfo, RequestTelemetry, Role } from '../observe/index.js';
 import type { HostPort } from '../routing/replicas.js';
 import { AccessLogService, compileAccessLogPlan, type AccessLogPlan, type AccessLogSpec, type AccessLogStreamOptions, type RequestFacts } from '../accesslog/index.js';
 import { compileTracingPlan, type TracingPlan, type WorkloadTracing } from './config.js';
@@ -61,7 +60,7 @@ const METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH',
 const EMPTY_TRACING: TracingPlan = { exporters: new Map(), workloads: new Map(), notes: [] };
 const EMPTY_ALS: AccessLogPlan = { specs: new Map(), workloads: new Map(), notes: [] };
 
-/** Per-request state, in `Exchange.telemetry`. */
+/** Per-request state, in `ExchangeInfo.telemetry`. */
 class RequestState implements RequestFacts {
   constructor(readonly owner: Telemetry) {}
   /** Tracing and access logs were looked up for the workload. */
@@ -136,7 +135,7 @@ function vendorKeys(vendor: string): VendorKeys {
   return { vendor, location: `${vendor}.location`, replica: `${vendor}.replica`, requestId: `${vendor}.request_id` };
 }
 
-function header(ex: Exchange, name: string): string | undefined {
+function header(ex: ExchangeInfo, name: string): string | undefined {
   const v = ex.req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
 }
@@ -252,12 +251,12 @@ export class Telemetry implements RequestTelemetry {
 
   // ---- per request -----------------------------------------------------------------------------
 
-  requestStart(ex: Exchange, _role: Role): void {
+  requestStart(ex: ExchangeInfo, _role: Role): void {
     // The state is made only if the workload, once known, traces or logs.
     if (this.active) ex.telemetry = this;
   }
 
-  routed(ex: Exchange): void {
+  routed(ex: ExchangeInfo): void {
     if (ex.telemetry !== this || !this.logging) return;
     const st = this.state(ex);
     // Only a workload with an access log counts its request body (a tunnel's payload is counted off
@@ -269,7 +268,7 @@ export class Telemetry implements RequestTelemetry {
    * Body bytes and the time of the last one, counted where the HTTP parser hands them to the request
    * stream, so no consumer's flow (undici, a pipe, the replay buffer) is disturbed.
    */
-  private countBody(ex: Exchange, st: RequestState): void {
+  private countBody(ex: ExchangeInfo, st: RequestState): void {
     const req = ex.req as unknown as Readable & { push(chunk: unknown, encoding?: BufferEncoding): boolean };
     const push = req.push;
     const clock = this.clock;
@@ -303,7 +302,7 @@ export class Telemetry implements RequestTelemetry {
   }
 
   /** The request's state once its workload is known; `undefined` when the workload neither traces nor logs. */
-  state(ex: Exchange): RequestState | undefined {
+  state(ex: ExchangeInfo): RequestState | undefined {
     const t = ex.telemetry;
     let st: RequestState;
     if (t instanceof RequestState) {
@@ -326,7 +325,7 @@ export class Telemetry implements RequestTelemetry {
     return st;
   }
 
-  private startServerSpan(ex: Exchange, st: RequestState, tracing: WorkloadTracing, entry: TracerEntry, sdk: SdkModule): void {
+  private startServerSpan(ex: ExchangeInfo, st: RequestState, tracing: WorkloadTracing, entry: TracerEntry, sdk: SdkModule): void {
     st.tracing = tracing;
     st.entry = entry;
     entry.active++;
@@ -383,7 +382,7 @@ export class Telemetry implements RequestTelemetry {
     if (replica !== undefined) span.setAttribute(k.replica, replica);
   }
 
-  traceIdOf(ex: Exchange): string | undefined {
+  traceIdOf(ex: ExchangeInfo): string | undefined {
     const st = ex.telemetry === undefined ? undefined : this.state(ex);
     return st?.span?.spanContext().traceId;
   }
@@ -392,7 +391,7 @@ export class Telemetry implements RequestTelemetry {
     return this.tracing.workloads.has(workload);
   }
 
-  attemptStart(ex: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void {
+  attemptStart(ex: ExchangeInfo, target: HostPort, headers: OutgoingHttpHeaders): void {
     if (ex.telemetry === undefined) return;
     const st = this.state(ex);
     if (!st) return;
@@ -429,7 +428,7 @@ export class Telemetry implements RequestTelemetry {
   }
 
   /** Trailers the log asks for are seen where they are added to the downstream response. */
-  private captureTrailers(ex: Exchange, st: RequestState): void {
+  private captureTrailers(ex: ExchangeInfo, st: RequestState): void {
     const res = ex.res as unknown as { addTrailers(headers: Record<string, string | string[] | undefined>): void };
     const add = res.addTrailers;
     st.trailers = {};
@@ -439,7 +438,7 @@ export class Telemetry implements RequestTelemetry {
     };
   }
 
-  attemptEnd(ex: Exchange, end: AttemptEnd): void {
+  attemptEnd(ex: ExchangeInfo, end: AttemptEnd): void {
     const st = ex.telemetry;
     if (!(st instanceof RequestState)) return;
     if (end.failure !== undefined) st.failure = end.failure;
@@ -462,7 +461,7 @@ export class Telemetry implements RequestTelemetry {
     }
   }
 
-  requestEnd(ex: Exchange): void {
+  requestEnd(ex: ExchangeInfo): void {
     if (ex.telemetry === undefined) return;
     const st = this.state(ex);
     if (!st) return;
@@ -474,7 +473,7 @@ export class Telemetry implements RequestTelemetry {
     }
   }
 
-  private endSpans(ex: Exchange, st: RequestState): void {
+  private endSpans(ex: ExchangeInfo, st: RequestState): void {
     const span = st.span!;
     const attempt = st.attempt;
     const status = ex.status;
@@ -510,7 +509,7 @@ export class Telemetry implements RequestTelemetry {
   }
 
   /** A child span of the request's server span, or `undefined` when the request is not being recorded. */
-  child(ex: Exchange, name: string, attributes?: Attributes): { span: Span; now: () => number } | undefined {
+  child(ex: ExchangeInfo, name: string, attributes?: Attributes): { span: Span; now: () => number } | undefined {
     const st = this.state(ex);
     const entry = st?.entry;
     if (!entry || !st.span?.isRecording()) return undefined;
