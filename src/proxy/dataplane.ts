@@ -51,7 +51,7 @@ import type { MeshTlsClient } from './mesh-tls.js';
 import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type Hop, type MeshAdmission, type MeshInbound, type OutboundCaller } from './mesh-peer.js';
 import { DEFAULT_ORG, workloadUri } from '../mesh/index.js';
 import { parseHostHeader } from '../routing/hosts.js';
-import { Egress } from './egress.js';
+import { Egress } from './entry/egress.js';
 import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
 
 /** Requests of one workload that may wait for a starting replica at once (DESIGN §10). */
