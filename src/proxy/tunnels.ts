@@ -32,7 +32,7 @@ import { applyHeaderOps, clientAddress, upstreamHeaders } from './headers.js';
 import { ERRORS, strippedAtEdge, type ErrorCode } from '../filter/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import { protocolOf, type RouteTable } from './routes.js';
+import { appAddress, isInternal, noLatency, protocolOf, type RouteTable } from './routes.js';
 import { problemReply, requestProblem } from './sanitize.js';
 import { headerBytes, openTcpTunnel, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
@@ -253,7 +253,7 @@ export class Tunnels {
     if (workload.globallySuspended) return void this.refuse(ex, socket, 'SUSPENDED');
     const { replicas, deps, latencyOf } = this.opts;
     const location = route.fixedLocation
-      ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.ctx.anyReplica : replicas, latencyOf ?? (() => undefined)));
+      ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.ctx.anyReplica : replicas, latencyOf ?? noLatency));
     const list = location === undefined ? [] : replicas.list(workload.key, location);
     const replica = route.fixedReplica !== undefined
       ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
@@ -375,14 +375,4 @@ export class Tunnels {
       failed: (connected) => this.unreachable(ex, socket, connected),
     });
   }
-}
-
-function isInternal(target: HostTarget | undefined): boolean {
-  return target?.kind === 'internal' || target?.kind === 'internal-replica';
-}
-
-function appAddress(replica: Replica, port: PortModel | undefined): HostPort | undefined {
-  if (port) return replica.ports.get(port.number);
-  for (const address of replica.ports.values()) return address;
-  return undefined;
 }
