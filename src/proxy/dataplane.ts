@@ -39,7 +39,7 @@ import type { ListenerHandlers } from './listener.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import type { Hop, MeshInbound, OutboundCaller } from './mesh-peer.js';
 import { Observation } from './observation.js';
-import { buildRouteTable, replicaHop, routeTarget, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
+import { buildRouteTable, replicaHop, type FilterFactories, type RouteTable, type RouteTableDeps } from './routes.js';
 import { Tunnels } from './tunnels.js';
 import type { Upstreams } from './upstreams.js';
 
@@ -73,14 +73,7 @@ export class DataPlane implements Plane {
     this.activation = new Activator(opts, (ex, table, route, tls) => this.dispatcher.dispatch(ex, table, route, tls, true));
     this.attempts = new Attempts(this);
     this.dispatcher = new Dispatcher(this, this.activation, this.attempts);
-    this.tunnels = new Tunnels({
-      table: () => this.table,
-      hop: (ex, replica, port, internal) => this.hopOf(ex, replica, port, internal),
-      route: (table, target, at) => routeTarget(table.snapshot, target, at),
-      anyReplica: this.anyReplica,
-      record: (ex) => this.observation.record(ex),
-      org: () => this.org,
-    }, opts);
+    this.tunnels = new Tunnels(this, this.observation);
     const egress = new Egress({ metrics: opts.metrics, logger: opts.deps.logger.child({ component: 'egress' }) });
     this.ingress = new IngressEntry(this, this.dispatcher, this.attempts, this.tunnels, egress);
     this.outbound = new OutboundEntry(this, this.ingress, this.tunnels, egress);
