@@ -23,11 +23,11 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
-import { errorBody } from './errors.js';
+import { errorBody } from '../proxy/errors.js';
 import { ERRORS, type ErrorCode } from '../filter/index.js';
-import { overHttp2 } from './sanitize.js';
+import { overHttp2 } from '../proxy/sanitize.js';
 import { MESH_CIPHERSUITES } from '../mesh/index.js';
-import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
+import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from '../proxy/upstreams.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
