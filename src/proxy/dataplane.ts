@@ -35,7 +35,7 @@ import { MeshInboundEntry } from './entry/mesh-inbound.js';
 import { OutboundEntry } from './entry/outbound.js';
 import { SidecarEntry } from './entry/sidecar.js';
 import type { Exchange } from './exchange.js';
-import type { ListenerHandlers } from '../listener/listen.js';
+import type { ListenerHandlers } from '../listener/index.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import type { Hop, MeshInbound, OutboundCaller } from './mesh-peer.js';
 import { Observation } from './observation.js';

@@ -17,7 +17,7 @@ import { processSource } from '../admin/dashboard-sources.js';
 import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
 import { DataPlane } from '../proxy/dataplane.js';
 import type { SidecarIdentity } from '../proxy/dataplane-options.js';
-import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../listener/listen.js';
+import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../listener/index.js';
 import { OverloadGuard } from '../proxy/overload.js';
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';

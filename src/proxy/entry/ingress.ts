@@ -16,7 +16,7 @@ import type { Dispatcher } from '../dispatch.js';
 import type { DownstreamRequest, DownstreamResponse } from '../errors.js';
 import { EMPTY_CHAIN, runChain } from '../filters.js';
 import { clientAddress, upstreamHeaders } from '../headers.js';
-import type { ListenerHandlers } from '../../listener/listen.js';
+import type { ListenerHandlers } from '../../listener/index.js';
 import type { OutboundCaller } from '../mesh-peer.js';
 import { findPort, isInternal, protocolOf, routeTarget } from '../routes.js';
 import type { Tunnels } from '../tunnels.js';

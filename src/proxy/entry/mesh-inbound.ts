@@ -16,7 +16,7 @@ import type { DownstreamRequest, DownstreamResponse } from '../errors.js';
 import type { Exchange } from '../exchange.js';
 import { EMPTY_CHAIN, runChain } from '../filters.js';
 import { clientAddress, upstreamHeaders } from '../headers.js';
-import type { ListenerHandlers } from '../../listener/listen.js';
+import type { ListenerHandlers } from '../../listener/index.js';
 import { callerOf, sanitizeSet, verifiedPeerOf, xfccOf, type MeshAdmission, type MeshInbound } from '../mesh-peer.js';
 import { applyMutations, withQueryMutations } from '../mutations.js';
 import { findPort, isInternal, protocolOf } from '../routes.js';

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { resolveHost } from '../../routing/index.js';
 import type { Plane } from '../dataplane-options.js';
 import type { DownstreamRequest, DownstreamResponse } from '../errors.js';
-import { DEFAULT_LIMITS, sniff, type ListenerHandlers } from '../../listener/listen.js';
+import { DEFAULT_LIMITS, sniff, type ListenerHandlers } from '../../listener/index.js';
 import type { OutboundCaller } from '../mesh-peer.js';
 import { findPort, protocolOf } from '../routes.js';
 import { CONNECTION_ESTABLISHED } from '../tunnel.js';

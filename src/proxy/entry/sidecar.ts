@@ -10,7 +10,7 @@ import type { Plane, SidecarIdentity } from '../dataplane-options.js';
 import type { DownstreamRequest, DownstreamResponse } from '../errors.js';
 import { EMPTY_CHAIN, runChain } from '../filters.js';
 import { clientAddress, upstreamHeaders } from '../headers.js';
-import type { ListenerHandlers } from '../../listener/listen.js';
+import type { ListenerHandlers } from '../../listener/index.js';
 import { applyMutations, withQueryMutations } from '../mutations.js';
 import { protocolOf } from '../routes.js';
 import type { Tunnels } from '../tunnels.js';

@@ -11,7 +11,8 @@ import type { DownstreamRequest, DownstreamResponse } from '../errors.js';
 import { Exchange, abortOnClientClose } from '../exchange.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority } from '../path.js';
 import { newRequestId, validRequestId } from '../request-id.js';
-import { overHttp2, problemReply, requestProblem } from '../sanitize.js';
+import { overHttp2 } from '../../listener/index.js';
+import { problemReply, requestProblem } from '../sanitize.js';
 
 export function startExchange(plane: Plane, req: DownstreamRequest, res: DownstreamResponse, tls: boolean, port = 0, role: Role = 'ingress'): Exchange | undefined {
   const norm = normalizePath(req.url ?? '/');
@@ -39,7 +40,7 @@ export function startExchange(plane: Plane, req: DownstreamRequest, res: Downstr
   const problem = requestProblem(req);
   if (problem) {
     // The connection is closed after the answer: its framing can no longer be trusted.
-    // (The listener serves nothing after it on that connection: see listener.ts.)
+    // (The listener serves nothing after it on that connection: see src/listener/closing.ts.)
     ex.reply({ ...problemReply(problem), ...(overHttp2(req) ? {} : { headers: { connection: 'close' } }) });
     return undefined;
   }
