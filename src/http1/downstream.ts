@@ -27,7 +27,7 @@ import { EventEmitter } from 'node:events';
 import type net from 'node:net';
 import { Readable } from 'node:stream';
 import { readPlainRequestHead } from './request-line.js';
-import { BAD_VALUE, TOKEN } from './response-parser.js';
+import { BAD_VALUE, TOKEN } from './fields.js';
 
 export interface DownstreamOptions {
   /** Keep-alive: a connection with no request in flight this long is closed (advertised in `Keep-Alive`). */
