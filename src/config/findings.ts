@@ -33,9 +33,10 @@ export function findingText(f: Finding, line = f.record?.line): string {
 }
 
 /** A `Report` (schema.ts) that keeps findings about `record`. */
-export function findingReporter(label: string, record: SourcedRecord | undefined, errors: Finding[], warnings: Finding[]): Report {
+export function findingReporter(label: string, record: SourcedRecord | undefined, errors: Finding[], warnings: Finding[], convert?: Report['convert']): Report {
   return {
     error: (at, message) => errors.push(record === undefined ? { label, at, message } : { record, label, at, message }),
     warn: (at, message) => warnings.push(record === undefined ? { label, at, message } : { record, label, at, message }),
+    ...(convert ? { convert } : {}),
   };
 }

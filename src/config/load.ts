@@ -66,7 +66,7 @@ function collect(value: unknown, node: unknown, index: number, sink: Sink, listK
   sink.records.push(line === undefined ? { record, source: sink.source } : { record, source: sink.source, line });
 }
 
-function lineAt(text: string, offset: number): { line: number; col: number } {
+export function lineAt(text: string, offset: number): { line: number; col: number } {
   let line = 1;
   let start = 0;
   for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) {

@@ -16,17 +16,27 @@
  * in place, and applying it would remove every route it held. To remove a file's records, delete
  * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
  *
- * `add()` puts a record in while running (`up`'s platform API: a POSTed GVC): validated with the
- * records in force as a reload would be, applied as a new generation, and kept by every later
- * reload from files (after the files' records, as `records` are) until the process stops.
+ * `write()` changes one record while running (`up`'s platform API, DESIGN §13): the change is laid
+ * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is,
+ * and on success kept in the record state (record-state.ts) before it is put in force as a new
+ * generation; refused, nothing changes. Writes and reloads run one at a time, in order. Every record
+ * in force carries its meta (`id`, `version`, `created`, `lastModified`: record-meta.ts), bumped when
+ * its content changes, by a write or by an edited file. Per record the later change wins: a file
+ * edited after an API change to the same record applies, and the API's change is dropped.
  */
 import { EventEmitter } from 'node:events';
 import { existsSync, type FSWatcher } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
+import { asApplied } from './applied.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
-import type { RawRecord } from './records.js';
+import type { RawRecord, SourcedRecord } from './records.js';
+import { deepFreeze } from './frozen.js';
+import { baseHashes, compose, reconcile, stamp } from './overlay.js';
+import { recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
+import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -38,15 +48,31 @@ export interface ConfigStoreOptions {
   readonly logger: Logger;
   /** Quiet time after the last file event before reloading; default 100 ms. */
   readonly debounceMs?: number;
-  /** Wall clock for `lastErrorAt`; default `Date.now`. */
+  /** Wall clock for `lastErrorAt` and the records' `created` and `lastModified`; default `Date.now`. */
   readonly now?: () => number;
+  /** Where the API's changes and the records' meta are kept between runs; default: in memory only. */
+  readonly state?: RecordState;
   /**
    * What the process itself cannot take, beyond validation (an ingress's `--org` against a new org
-   * record): a reload or `add()` whose snapshot it names a reason for is rejected with that reason.
+   * record): a reload or a write whose snapshot it names a reason for is rejected with that reason.
    * Not asked of the first load (the caller checks that one and stops).
    */
   readonly refuse?: (snapshot: Snapshot) => string | undefined;
 }
+
+/** What a write does to its record: put this content (create or replace), or delete it. */
+export type WriteDecision = { readonly put: RawRecord } | { readonly delete: true };
+
+export type WriteResult =
+  | {
+    readonly ok: true;
+    readonly snapshot: Snapshot;
+    /** The record as in force now (with its meta); undefined when it was deleted. */
+    readonly record: RawRecord | undefined;
+    /** No record of that key was in force before. */
+    readonly created: boolean;
+  }
+  | { readonly ok: false; readonly errors: string[]; readonly warnings: string[] };
 
 interface Events {
   change: [snapshot: Snapshot];
@@ -62,21 +88,38 @@ export class ConfigStore extends EventEmitter<Events> {
   private queue: Promise<unknown> = Promise.resolve();
   private watchers: FSWatcher[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** Records per config file in the snapshot in force. */
-  private perFile: ReadonlyMap<string, number>;
-  /** Records `add()` put in, in order: part of every reload after `options.records`. */
-  private added: readonly RawRecord[] = [];
+  /** What the snapshot in force was composed from (files, overlay, meta), and its records by key. */
+  private held: Held;
+  private readonly state: RecordState;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Loaded & { ok: true }) {
+  private constructor(private readonly options: ConfigStoreOptions, first: Composed) {
     super();
+    this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
-    this.perFile = first.perFile;
+    this.held = heldOf(first);
   }
 
   static async open(options: ConfigStoreOptions): Promise<ConfigStore> {
-    const result = await load(options, 1);
-    if (!result.ok) throw new ConfigError(result.errors, result.warnings);
-    const store = new ConfigStore(options, result);
+    const state: RecordState = options.state ?? new MemoryRecordState();
+    const overlay = new Map<string, OverlayEntry>();
+    const meta = new Map<string, RecordMeta>();
+    for (const [key, entry] of state.entries()) {
+      if (entry.overlay) overlay.set(key, entry.overlay);
+      if (entry.meta) meta.set(key, entry.meta);
+    }
+    const read = await readBase(options);
+    if (!read.ok) throw new ConfigError(read.errors, read.warnings);
+    const result = await composeAndCompile({ ...options, state }, read, overlay, meta, 1);
+    if (!result.ok) {
+      // Changes made through the API that no longer fit the files: say where they are kept.
+      const where = state.where;
+      const hint = where !== undefined && result.errors.some((e) => e.startsWith(`${where}: `))
+        ? [`${where}: the errors above that name this folder are about changes made through the API and kept there; change the files to fit them, or move the folder away to start without them`]
+        : [];
+      throw new ConfigError([...result.errors, ...hint], result.warnings);
+    }
+    const store = new ConfigStore({ ...options, state }, result);
+    await store.keep(result);
     store.logLoaded(result.snapshot);
     return store;
   }
@@ -88,7 +131,9 @@ export class ConfigStore extends EventEmitter<Events> {
   static follow(options: { records: readonly RecordInput[]; generation: number; settings: Settings; logger: Logger }): ConfigStore {
     const result = compileRecords(options.records, options.settings, options.generation);
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
-    return new ConfigStore({ settings: options.settings, logger: options.logger }, { ...result, perFile: new Map() });
+    return new ConfigStore({ settings: options.settings, logger: options.logger }, {
+      ...result, perFile: new Map(), base: [], baseHash: new Map(), overlay: new Map(), meta: new Map(), dropped: [], changed: new Set(),
+    });
   }
 
   /**
@@ -104,6 +149,7 @@ export class ConfigStore extends EventEmitter<Events> {
       return false;
     }
     this.snapshot = result.snapshot;
+    this.held = { ...this.held, byKey: byKeyOf(result.snapshot) };
     try {
       this.emit('change', result.snapshot);
     } catch (e) {
@@ -132,34 +178,60 @@ export class ConfigStore extends EventEmitter<Events> {
     return run;
   }
 
+  /** The record of `key` (record-meta.ts `recordKey`) in force, with its meta; undefined when none. */
+  record(key: string): RawRecord | undefined {
+    return this.held.byKey.get(key);
+  }
+
   /**
-   * Adds `record` to the configuration in force. Valid (with every record in force, by the same
-   * rules as a file's): applied as a new generation, `change` emitted, kept across reloads. Invalid:
-   * nothing changes and the result holds the errors (not a rejected reload: `lastErrors` stays).
+   * Changes the record of `key`: `decide` is called with the record in force (or undefined), when
+   * the writes and reloads before this one are done, and says what to put there; it may throw to
+   * refuse (the promise rejects with its error, nothing changes). The new set is validated and
+   * compiled as a reload is (by the snapshot's records, not the files read again: an edit half
+   * written meanwhile is neither applied by a write nor refuses one). Valid: kept in the record state,
+   * then applied as a new generation with `change`. Invalid: the result holds the errors, nothing
+   * changes (not a rejected reload: `lastErrors` stays). Rejects when the state cannot be kept.
    */
-  add(record: RawRecord): Promise<LoadResult> {
-    const run = this.queue.then(() => this.addNow(record));
+  write(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
+    const run = this.queue.then(() => this.writeNow(key, decide));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private addNow(record: RawRecord): LoadResult {
-    // The snapshot's own records, not the files read again: an edit half-written meanwhile is not
-    // applied by a POST, nor does it refuse one.
-    const result = refused(compileRecords([...this.snapshot.records, record], this.options.settings ?? defaultSettings, this.snapshot.generation + 1), this.options);
+  private async writeNow(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
+    const current = this.held.byKey.get(key);
+    const decision = decide(current);
+    if ('put' in decision && recordKey(decision.put) !== key) throw new Error(`write of ${key}: the record's key is ${String(recordKey(decision.put))}`);
+    const base = this.held.baseHash.get(key) ?? null;
+    let entry: OverlayEntry | undefined;
+    if ('delete' in decision) {
+      // Deleting a record the files do not have leaves nothing to remember.
+      entry = base === null ? undefined : { base };
+    } else {
+      entry = { base, record: deepFreeze(structuredClone(withoutBookkeeping(decision.put))) };
+    }
+    const overlay = new Map(this.held.overlay);
+    if (entry === undefined) overlay.delete(key);
+    else overlay.set(key, entry);
+    const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
+    const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
+    const result = refused(await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
     if (!result.ok) return result;
-    this.added = [...this.added, record];
-    this.apply(result.snapshot);
-    return result;
+    const kept = persistable(key, result.meta.get(key), entry);
+    if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
+    this.commit(result);
+    const record = this.held.byKey.get(key);
+    return { ok: true, snapshot: result.snapshot, record, created: current === undefined && record !== undefined };
   }
 
   private async reloadNow(): Promise<boolean> {
-    const options = this.added.length === 0 ? this.options : { ...this.options, records: [...(this.options.records ?? []), ...this.added] };
-    let result: Loaded = await load(options, this.snapshot.generation + 1);
     const { logger } = this.options;
+    let result: Composed | (LoadResult & { ok: false });
+    const read = await readBase(this.options);
+    result = read.ok ? await composeAndCompile(this.options, read, this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
-      const emptied = [...this.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
+      const emptied = [...this.held.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
       if (emptied.length > 0) {
         result = {
           ok: false,
@@ -171,17 +243,51 @@ export class ConfigStore extends EventEmitter<Events> {
     result = refused(result, this.options);
     if (!result.ok) {
       this.errors = Object.freeze([...result.errors]);
-      this.errorAt = new Date((this.options.now ?? Date.now)());
+      this.errorAt = new Date(this.now());
       for (const line of result.errors) logger.error(`configuration rejected: ${line}`);
       logger.error({ errors: result.errors.length, generation: this.snapshot.generation }, 'configuration rejected: keeping the last good one');
       this.emit('rejected', this.errors);
       return false;
     }
-    this.perFile = result.perFile;
+    await this.keep(result);
     this.errors = undefined;
     this.errorAt = undefined;
-    this.apply(result.snapshot);
+    this.commit(result);
     return true;
+  }
+
+  /**
+   * Keeps what a load changed in the record state: overlay entries dropped (their file was edited
+   * later) and meta that moved. A failure is logged, not fatal: the next start finds the same.
+   */
+  private async keep(result: Composed): Promise<void> {
+    const { logger } = this.options;
+    for (const key of result.dropped) {
+      logger.info({ record: key }, 'configuration: the file\'s version of this record changed after the API\'s change to it: the file\'s applies');
+    }
+    const held = this.state.entries();
+    const changes = new Map<string, StateEntry | undefined>();
+    for (const key of new Set([...result.dropped, ...result.changed])) {
+      const want = persistable(key, result.meta.get(key), result.overlay.get(key));
+      const have = held.get(key);
+      if (want === undefined ? have === undefined : have !== undefined && JSON.stringify(want) === JSON.stringify(have)) continue;
+      changes.set(key, want);
+    }
+    if (changes.size === 0) return;
+    try {
+      await this.state.save(changes);
+    } catch (err) {
+      logger.error({ err }, 'configuration: the record state could not be written; versions may start over after a restart');
+    }
+  }
+
+  private commit(result: Composed): void {
+    this.held = heldOf(result);
+    this.apply(result.snapshot);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
   }
 
   /** Puts `snapshot` in force and tells the listeners (a reload's or an `add()`'s). */
@@ -229,28 +335,34 @@ export class ConfigStore extends EventEmitter<Events> {
 }
 
 /** `result`, or its rejection when `options.refuse` names a reason against its snapshot. */
-function refused<R extends LoadResult>(result: R, options: ConfigStoreOptions): R | (LoadResult & { ok: false }) {
+function refused<R extends Composed | LoadResult>(result: R, options: ConfigStoreOptions): R | (LoadResult & { ok: false }) {
   const reason = result.ok ? options.refuse?.(result.snapshot) : undefined;
   return reason === undefined || !result.ok ? result : { ok: false, errors: [reason], warnings: [...result.snapshot.warnings] };
 }
 
-type Loaded = (LoadResult & { ok: false }) | (LoadResult & { ok: true; perFile: ReadonlyMap<string, number> });
+/** The base records read: files and `options.records`. */
+type Read =
+  | { readonly ok: true; readonly base: readonly SourcedRecord[]; readonly perFile: ReadonlyMap<string, number>; readonly baseHash: ReadonlyMap<string, string> }
+  | (LoadResult & { ok: false });
 
-async function load(options: ConfigStoreOptions, generation: number): Promise<Loaded> {
-  const settings = options.settings ?? defaultSettings;
-  const records = options.records ?? [];
+/**
+ * The records of the files and `options.records`, each GVC-scoped one that names no GVC placed in the
+ * default one (applied.ts) before it is keyed: the API and the record state know it in its GVC.
+ */
+async function readBase(options: ConfigStoreOptions): Promise<Read> {
+  const gvc = options.settings?.gvc;
+  const inline = toSourced(options.records ?? []);
   try {
     if (!options.paths || options.paths.length === 0) {
-      const result = compileRecords(records, settings, generation);
-      return result.ok ? { ...result, perFile: new Map() } : result;
+      const base = asApplied(inline, gvc);
+      return { ok: true, base, perFile: new Map(), baseHash: baseHashes(base) };
     }
-    // As loadSnapshot, keeping how many records each file held.
     const read = await readRecords(options.paths);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
-    const result = await compileLocated([...read.records, ...toSourced(records)], settings, generation);
-    return result.ok ? { ...result, perFile } : result;
+    const base = asApplied([...read.records, ...inline], gvc);
+    return { ok: true, base, perFile, baseHash: baseHashes(base) };
   } catch (e) {
     // The pipeline answers invalid input with errors; an exception is a bug in it. A running process
     // must still keep its configuration rather than die on a debounced reload.
@@ -258,3 +370,79 @@ async function load(options: ConfigStoreOptions, generation: number): Promise<Lo
   }
 }
 
+/** A load or a write, composed and compiled: what `commit()` puts in force. */
+interface Composed {
+  readonly ok: true;
+  readonly snapshot: Snapshot;
+  readonly perFile: ReadonlyMap<string, number>;
+  readonly base: readonly SourcedRecord[];
+  readonly baseHash: ReadonlyMap<string, string>;
+  /** The overlay entries in force (those `reconcile` kept). */
+  readonly overlay: ReadonlyMap<string, OverlayEntry>;
+  readonly meta: ReadonlyMap<string, RecordMeta>;
+  /** Overlay entries dropped: their file changed after them. */
+  readonly dropped: readonly string[];
+  /** Keys whose meta is new, moved, or gone. */
+  readonly changed: ReadonlySet<string>;
+}
+
+async function composeAndCompile(
+  options: ConfigStoreOptions,
+  read: Read & { ok: true },
+  overlay: ReadonlyMap<string, OverlayEntry>,
+  meta: ReadonlyMap<string, RecordMeta>,
+  generation: number,
+  /** A write: the id of a record it creates, and no place for the API's records in its findings (its answer). */
+  write?: { readonly newId: (key: string) => string | undefined },
+): Promise<Composed | (LoadResult & { ok: false })> {
+  try {
+    const { kept, dropped } = reconcile(read.baseHash, overlay);
+    const now = new Date((options.now ?? Date.now)()).toISOString();
+    const stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
+    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation);
+    if (!result.ok) return result;
+    return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
+  } catch (e) {
+    return { ok: false, errors: [`configuration: internal error: ${(e as Error).message}`], warnings: [] };
+  }
+}
+
+/**
+ * What the record state keeps of a key: its overlay entry with its meta, or its meta alone once it
+ * is not what a first sight of the record makes again at the next start (a bumped version, an id
+ * the API drew). Undefined: nothing.
+ */
+function persistable(key: string, meta: RecordMeta | undefined, overlay: OverlayEntry | undefined): StateEntry | undefined {
+  if (overlay === undefined && (meta === undefined || (meta.version === 1 && meta.id === stableId(key)))) return undefined;
+  return { ...(meta !== undefined ? { meta } : {}), ...(overlay !== undefined ? { overlay } : {}) };
+}
+
+/** What `commit()` keeps of a load or a write. */
+interface Held {
+  /** Records per config file in the snapshot in force. */
+  readonly perFile: ReadonlyMap<string, number>;
+  /** The records of the files and of `options.records` in force (before the overlay). */
+  readonly base: readonly SourcedRecord[];
+  /** `contentHash` of each key's record in `base`. */
+  readonly baseHash: ReadonlyMap<string, string>;
+  /** The API's changes in force, by record key. */
+  readonly overlay: ReadonlyMap<string, OverlayEntry>;
+  /** Meta of every record in force, by key. */
+  readonly meta: ReadonlyMap<string, RecordMeta>;
+  /** Every record in force (with its meta), by key. */
+  readonly byKey: ReadonlyMap<string, RawRecord>;
+}
+
+function heldOf(c: Composed): Held {
+  return { perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey: byKeyOf(c.snapshot) };
+}
+
+/** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */
+function byKeyOf(snapshot: Snapshot): Map<string, RawRecord> {
+  const out = new Map<string, RawRecord>();
+  for (const record of snapshot.records) {
+    const key = recordKey(record);
+    if (key !== undefined && !out.has(key)) out.set(key, record);
+  }
+  return out;
+}

@@ -75,6 +75,8 @@ function checkCommon(sourced: SourcedRecord, r: Report): boolean {
   }
   if (!isReadKind(kind)) {
     if (PLATFORM_KINDS.includes(kind)) {
+      // Its common members are every record's (and name the record at up's API); the rest is not looked into.
+      checkCommonMembers(record, plainName, r);
       r.warn('kind', `${JSON.stringify(kind)} is a platform kind svcproxy does not read; not checked`);
     } else {
       const hint = didYouMean(kind, [...READ_KINDS, ...PLATFORM_KINDS.filter((k) => !isReadKind(k))]);
@@ -82,12 +84,16 @@ function checkCommon(sourced: SourcedRecord, r: Report): boolean {
     }
     return false;
   }
-  const rules = KINDS[kind];
+  checkCommonMembers(record, KINDS[kind].name, r);
+  return typeof record.name === 'string' && record.name !== '';
+}
+
+/** `name` (by the kind's rule), `description`, `tags`: the members every record has. */
+function checkCommonMembers(record: RawRecord, name: Check, r: Report): void {
   if (record.name === undefined || record.name === null || record.name === '') r.error('name', 'is required');
-  else rules.name(record.name, 'name', r);
+  else name(record.name, 'name', r);
   if (record.description !== undefined && record.description !== null) str({ max: DESCRIPTION_MAX })(record.description, 'description', r);
   if (record.tags !== undefined && record.tags !== null) checkTagValues(record.tags, 'tags', r);
-  return typeof record.name === 'string' && record.name !== '';
 }
 
 function checkAliases(catalog: Catalog, records: readonly SourcedRecord[], errors: Finding[]): void {
@@ -104,13 +110,16 @@ function checkAliases(catalog: Catalog, records: readonly SourcedRecord[], error
   }
 }
 
-/** Validates every record; the result lists every error and warning found. */
-export function validate(records: readonly SourcedRecord[], settings: Settings): ValidationResult {
+/**
+ * Validates every record; the result lists every error and warning found. `convert` (convert.ts)
+ * takes, instead of an error, each string that reads as the number or boolean its member takes.
+ */
+export function validate(records: readonly SourcedRecord[], settings: Settings, convert?: (record: SourcedRecord, at: string, value: number | boolean) => void): ValidationResult {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   const { catalog, duplicates } = buildCatalog(records);
   for (const sourced of records) {
-    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings);
+    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings, convert && ((at, value) => convert(sourced, at, value)));
     if (!checkCommon(sourced, r)) continue;
     const rules = KINDS[sourced.record.kind as ReadKind];
     rules.shape(sourced.record, '', r);

@@ -8,6 +8,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ContainerModel } from '../config/model.js';
+import { canonicalJson } from '../config/canonical.js';
 
 export interface ReplicaEnvInput {
   /** `settings.vendor`: the prefix of every built-in variable, upper-cased. */
@@ -100,20 +101,6 @@ function ignored(path: readonly string[]): boolean {
   return false;
 }
 
-/** JSON with sorted keys and the ignored members left out. */
-function canonicalJson(value: unknown, path: readonly string[] = []): string {
-  if (Array.isArray(value)) return `[${value.map((v, i) => canonicalJson(v, [...path, String(i)])).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const record = value as Record<string, unknown>;
-    const entries = Object.keys(record)
-      .filter((k) => !ignored([...path, k]))
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k], [...path, k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 /**
  * `<VENDOR>_WORKLOAD_VERSION`: a positive integer derived from the workload record's content, with
  * key order, read-only bookkeeping (`version`, `status`, ...) and scaling members (`autoscaling`,
@@ -121,7 +108,7 @@ function canonicalJson(value: unknown, path: readonly string[] = []): string {
  * that must be applied changes.
  */
 export function workloadVersion(record: unknown): number {
-  const digest = createHash('sha256').update(canonicalJson(record)).digest();
+  const digest = createHash('sha256').update(canonicalJson(record, ignored)).digest();
   // 31 bits: a positive number that survives any consumer parsing it as a signed 32-bit integer.
   return (digest.readUInt32BE(0) & 0x7fffffff) || 1;
 }

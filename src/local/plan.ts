@@ -53,7 +53,8 @@ export function findWorkloadRecord(records: Snapshot['records'], workload: Workl
   return records.find((r) => r.kind === 'workload' && r.name === workload.name && workloadGvc(r) === workload.gvc);
 }
 
-function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
+/** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */
+export function versionOf(snapshot: Snapshot, workload: WorkloadModel): number {
   const record = findWorkloadRecord(snapshot.records, workload);
   if (record !== undefined) return workloadVersion(record);
   // No raw record to hash (hand-built snapshots): the compiled definition stands in for it.

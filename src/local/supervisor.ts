@@ -90,6 +90,8 @@ export interface UpReplicaState {
   readonly restarts: number;
   readonly startedAtMs: number;
   readonly workloadVersion: number;
+  /** Its containers' processes: ready (probe passing), crash restarts. */
+  readonly containers: readonly { readonly name: string; readonly ready: boolean; readonly restarts: number }[];
 }
 
 /** What `processes()` reports, for the CLI's summary and for tests. */
@@ -201,6 +203,7 @@ export class Supervisor {
       restarts: r.containers.reduce((n, c) => n + c.process.restarts, 0),
       startedAtMs: r.startedAt,
       workloadVersion: r.plan.workloadVersion,
+      containers: r.containers.map((c) => ({ name: c.model.name, ready: c.ready, restarts: c.process.restarts })),
     });
     return [...[...this.running.values()].map((r) => state(r, false)), ...[...this.retiring].map((r) => state(r, true))];
   }

@@ -84,9 +84,10 @@ function pairKey(workload: string, location: string): string {
 
 /**
  * Every row, in snapshot order then removed workloads. `up`: the supervisor's replica states
- * (undefined for other roles, whose workloads nothing starts).
+ * (undefined for other roles, whose workloads nothing starts). `only`: the rows of that workload
+ * (key) alone.
  */
-export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, up: readonly UpReplicaState[] | undefined, nowMs: number): WorkloadStatus[] {
+export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, up: readonly UpReplicaState[] | undefined, nowMs: number, only?: string): WorkloadStatus[] {
   const upOf = new Map<Replica, UpReplicaState>();
   const stoppingAt = new Map<string, UpReplicaState[]>();
   for (const s of up ?? []) {
@@ -140,13 +141,15 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
     rows.push({ workload: name, gvc, location, health, ready, replicas: live, version, ...(notRun === undefined ? {} : { notRun }) });
   };
 
-  for (const workload of snapshot.workloads.values()) {
+  const workloads = only === undefined ? snapshot.workloads.values() : [snapshot.workloads.get(only)].filter((w) => w !== undefined);
+  for (const workload of workloads) {
     if (isIgnored(workload, vendor)) continue;
     const gvc = snapshot.gvcs.get(workload.gvc);
     for (const location of gvc?.locations ?? []) row(workload.key, location, workload);
   }
   // Removed workloads (or locations) whose replicas are still stopping: `Deleting` until they are gone.
   for (const s of up ?? []) {
+    if (only !== undefined && s.replica.workload !== only) continue;
     const pair = pairKey(s.replica.workload, s.replica.location);
     if (!seen.has(pair)) row(s.replica.workload, s.replica.location, undefined);
   }

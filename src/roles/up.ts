@@ -29,11 +29,15 @@ import { notRunNotes } from '../local/not-run.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
 import { PlatformApi, DEFAULT_API_ADDRESS, openOperatorKey } from '../local/api/index.js';
+import { FolderRecordState } from '../config/record-state.js';
+import { VersionBook, deploymentStatuses } from '../local/deployments.js';
 
 /** Where `up` keeps what outlives a run, in the folder it runs in. */
 export const DEFAULT_STATE_DIR = '.svcproxy';
 /** The operator key's file in the state folder (DESIGN §13). */
 export const OPERATOR_KEY_FILE = 'api-token';
+/** The folder of the API's changes and the records' versions in the state folder (DESIGN §13). */
+export const RECORD_STATE_DIR = 'api';
 
 export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
   /** Restart backoff of the processes (tests shorten it). */
@@ -58,7 +62,14 @@ export interface UpOptions extends Omit<RuntimeOptions, 'role'> {
    * `optional` (the default address, not asked for): when it is taken (another `up` runs), `up`
    * runs without it and says so, rather than failing.
    */
-  readonly api?: { readonly address: string; readonly optional?: boolean };
+  readonly api?: {
+    readonly address: string;
+    readonly optional?: boolean;
+    /** Items in a page of a list (default 100). */
+    readonly pageSize?: number;
+    /** Time a client has to send a whole body (default 30 s). */
+    readonly bodyTimeoutMs?: number;
+  };
 }
 
 export interface Up {
@@ -77,13 +88,15 @@ export async function startUp(options: UpOptions): Promise<Up> {
   const files = options.logDir ? new WorkloadLogFiles(options.logDir) : undefined;
   const withFiles = (l: Logger): Logger => (files ? teeLogger(l, files) : l);
   const logger = withFiles(options.logger);
+  const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
+  // The platform API's changes and the records' versions, kept between runs (DESIGN §13).
   const store = options.store ?? await ConfigStore.open({
     ...(options.configPaths ? { paths: [...options.configPaths] } : {}),
     ...(options.records ? { records: options.records } : {}),
     settings: options.settings,
     logger: logger.child({ component: 'config' }),
+    state: await FolderRecordState.open(join(stateDir, RECORD_STATE_DIR)),
   });
-  const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
   const operatorKeyFile = join(stateDir, OPERATOR_KEY_FILE);
   const org = store.current.org?.name ?? DEFAULT_ORG;
   let operatorKey: string;
@@ -120,7 +133,32 @@ export async function startUp(options: UpOptions): Promise<Up> {
   mesh.bind(runtime);
   // One key per run for every SVC_TOKEN: the supervisor mints them, the API checks them.
   const tokenSecret = randomBytes(32);
-  const api = new PlatformApi({ store: runtime.store, org: () => runtime.dataplane.org, tokenSecret, operatorKey, logger });
+  // The workloads' deployments (the API's `deployment` records): the replicas the supervisor runs,
+  // the counts the scaler wants, the record version each replica was started from.
+  const book = new VersionBook();
+  book.observe(runtime.store.current);
+  runtime.store.on('change', (snapshot: Snapshot) => book.observe(snapshot));
+  let supervisor: Supervisor | undefined;
+  let scaler: Scaler | undefined;
+  const ingress = runtime.listeners[0];
+  const api = new PlatformApi({
+    store: runtime.store,
+    org: () => runtime.dataplane.org,
+    tokenSecret,
+    operatorKey,
+    logger,
+    deployments: (key) => deploymentStatuses({
+      snapshot: runtime.store.current,
+      registry: runtime.replicas,
+      up: supervisor?.replicaStates(),
+      ...(scaler ? { desired: scaler.desired } : {}),
+      book,
+      nowMs: runtime.deps.clock.now(),
+    }, key),
+    endpointUrl: (host) => ingress === undefined ? `http://${host}` : `${ingress.tls ? 'https' : 'http'}://${host}${ingress.address.port === (ingress.tls ? 443 : 80) ? '' : `:${ingress.address.port}`}`,
+    ...(options.api?.pageSize !== undefined ? { pageSize: options.api.pageSize } : {}),
+    ...(options.api?.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: options.api.bodyTimeoutMs } : {}),
+  });
   mesh.api = api;
   try {
     if (options.api !== undefined) {
@@ -135,11 +173,10 @@ export async function startUp(options: UpOptions): Promise<Up> {
     throw err;
   }
   // The autoscaler decides each workload's count per location; the supervisor runs that many.
-  let supervisor: Supervisor | undefined;
   const applyCounts = (): void => {
     supervisor?.apply(runtime.store.current).catch((err: Error) => options.logger.error({ err }, 'applying the scaled replica counts failed'));
   };
-  const scaler = new Scaler({
+  scaler = new Scaler({
     snapshot: () => runtime.store.current,
     registry: runtime.replicas,
     held: (workload) => runtime.dataplane.heldCount(workload),
@@ -149,12 +186,13 @@ export async function startUp(options: UpOptions): Promise<Up> {
     logger: logger.child({ component: 'scaler' }),
     ...(options.scaleDownWindowMs !== undefined ? { scaleDownWindowMs: options.scaleDownWindowMs } : {}),
   });
-  runtime.dataplane.activator = (workload, location) => scaler.wake(workload, location);
+  const theScaler = scaler;
+  runtime.dataplane.activator = (workload, location) => theScaler.wake(workload, location);
   // What up cannot run (src/local/not-run.ts): the 503's reason, and a line per workload, said once.
   runtime.dataplane.notRun = (workload) => notRunNotes(runtime.store.current).get(workload)?.reason;
   const sayNotRun = notRunSayer(logger.child({ component: 'up' }));
   sayNotRun(runtime.store.current);
-  supervisor = new Supervisor({
+  const theSupervisor = supervisor = new Supervisor({
     registry: runtime.replicas,
     deps: runtime.deps,
     mesh,
@@ -263,6 +301,7 @@ export async function runUp(flags: Flags, settings: Settings, logger: Logger): P
   if (up.api.url) {
     lines.push(`  api          ${up.api.url}  (platform API; each replica: ${up.api.endpoint()} through its HTTP_PROXY, docs/platform-api.md)`);
     lines.push(`  operator key ${up.operatorKeyFile}  (an org administrator at the api; mode 0600)`);
+    lines.push(`  api changes  ${join(options.stateDir ?? DEFAULT_STATE_DIR, RECORD_STATE_DIR)}  (kept across runs; an edit of a record in --config wins over an earlier API change to it)`);
     lines.push(`  cpln         ${profileCommand(up.api.url, resolve(up.operatorKeyFile), runtime.dataplane.org)}`);
   }
   if (options.logDir) lines.push(`  logs         ${options.logDir}  (svcproxy logs --workload NAME)`);

@@ -33,7 +33,7 @@ t.test('the page shows the demo workload, its rate rises with traffic, markup in
     admin: '127.0.0.1:0',
     logger: silentLogger(),
     logDir: path.join(dir, 'logs'),
-    caDir: path.join(dir, 'ca'),
+    stateDir: path.join(dir, 'state'),
     watch: false,
   });
   t.teardown(() => up.stop(5000));

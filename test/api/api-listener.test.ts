@@ -31,7 +31,7 @@ async function taken(t: { teardown(fn: () => unknown): void }): Promise<string> 
 function options(dir: string, api: UpOptions['api'], extra: Partial<UpOptions> = {}): UpOptions {
   return {
     settings: defaultSettings, records: BASE, listen: ['127.0.0.1:0'], admin: '127.0.0.1:0', logger: silentLogger(),
-    watch: false, caDir: join(dir, 'ca'), limits: { maxEventLoopDelayMs: 0 }, ...(api ? { api } : {}), ...extra,
+    watch: false, stateDir: join(dir, 'state'), limits: { maxEventLoopDelayMs: 0 }, ...(api ? { api } : {}), ...extra,
   };
 }
 

@@ -66,16 +66,16 @@ t.test('the permissions', async (t) => {
     ['g1/a', { kind: 'workload', name: 'a', spec: { identityLink: '//gvc/g1/identity/a' } }],
     ['g1/b', { kind: 'workload', name: 'b', spec: {} }],
   ]);
-  const may = (p: Principal, action: 'read-org' | 'read' | 'create'): string => codeOf(() => mayDo(p, action, (k) => records.get(k))) ?? 'ok';
+  const may = (p: Principal, action: 'read-org' | 'read' | 'write' | 'reveal'): string => codeOf(() => mayDo(p, action, (k) => records.get(k))) ?? 'ok';
   const anonymous: Principal = { kind: 'anonymous' };
   const withId: Principal = { kind: 'workload', workload: 'g1/a' };
   const without: Principal = { kind: 'workload', workload: 'g1/b' };
   t.same(
-    [may(anonymous, 'read-org'), may(anonymous, 'read'), may(anonymous, 'create')],
+    [may(anonymous, 'read-org'), may(anonymous, 'read'), may(anonymous, 'write')],
     ['ok', '403 permission_denied', '403 permission_denied'],
   );
-  t.same([may(without, 'read-org'), may(without, 'read'), may(without, 'create')], ['ok', '403 permission_denied', '403 permission_denied']);
-  t.same([may(withId, 'read-org'), may(withId, 'read'), may(withId, 'create')], ['ok', 'ok', 'ok']);
+  t.same([may(without, 'read-org'), may(without, 'read'), may(without, 'write')], ['ok', '403 permission_denied', '403 permission_denied']);
+  t.same([may(withId, 'read-org'), may(withId, 'read'), may(withId, 'write')], ['ok', 'ok', 'ok']);
 });
 
 const SEED = testSeed('API_TOKEN_SEED', 20261127);

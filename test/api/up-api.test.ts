@@ -213,8 +213,20 @@ t.test('the platform API under up', async (t) => {
     t.notOk('data' in (await get('/org/acme/secret/login')).json);
     isErrorBody(t, await get('/org/acme/secret/nope'), 404, 'not_found');
 
+    // -reveal: the operator key and workloads with an identity only (DESIGN §13).
+    const revealed = await get('/org/acme/secret/db/-reveal');
+    t.equal(revealed.status, 200);
+    t.equal(revealed.json.data.payload, SECRET_VALUES[0]);
+    bodies.pop();
+    isErrorBody(t, await fromReplica('g1/noid', { path: '/org/acme/secret/db/-reveal', token: 'own' }), 403, 'permission_denied');
+    isErrorBody(t, await fromOutside('/org/acme/secret/db/-reveal'), 403, 'permission_denied');
+    isErrorBody(t, await fromOutside('/org/acme/secret/db/-reveal', { token: tokenOf('g1/caller') }), 403, 'token_outside_workload');
+    const byKey = await fromOutside('/org/acme/secret/login/-reveal', { token: (await readFile(up.operatorKeyFile, 'utf8')).trim() });
+    t.equal(byKey.json.data.password, SECRET_VALUES[1]);
+    bodies.pop();
+
     const ids = await get('/org/acme/gvc/g1/identity');
-    t.match(ids.json, { kind: 'identity', itemKind: 'identity', links: [{ rel: 'self', href: '/org/acme/gvc/g1/identity' }] });
+    t.match(ids.json, { kind: 'list', itemKind: 'identity', links: [{ rel: 'self', href: '/org/acme/gvc/g1/identity' }] });
     t.same(ids.json.items.map((i: { name: string }) => i.name), ['caller-id']);
     t.same((await get('/org/acme/gvc/g2/identity')).json.items.map((i: { name: string }) => i.name), ['other-id']);
     isErrorBody(t, await get('/org/acme/gvc/g9/identity'), 404, 'not_found');
@@ -223,6 +235,8 @@ t.test('the platform API under up', async (t) => {
     isErrorBody(t, await get('/org/acme/auditctx/nope'), 404, 'not_found');
 
     isErrorBody(t, await get('/org/other'), 404, 'not_found');
+    isErrorBody(t, await fromReplica('g1/caller', { method: 'POST', path: '/org/other/gvc', body: JSON.stringify({ name: 'gx' }), token: 'own' }), 404, 'not_found');
+    isErrorBody(t, await fromReplica('g1/caller', { method: 'DELETE', path: '/org/other/gvc/g1', token: 'own' }), 404, 'not_found');
     isErrorBody(t, await get('/org/other/gvc/g1'), 404, 'not_found');
     isErrorBody(t, await get('/org/acme/nothing'), 404, 'not_found');
     isErrorBody(t, await get('/elsewhere'), 404, 'not_found');
@@ -235,7 +249,8 @@ t.test('the platform API under up', async (t) => {
   t.test('quotas: the built-in ones with CURRENT from the records', async (t) => {
     const q = await get('/org/acme/quota');
     t.equal(q.status, 200);
-    t.equal(q.json.kind, 'quota');
+    t.equal(q.json.kind, 'list');
+    t.equal(q.json.itemKind, 'quota');
     const byName = (name: string, gvc?: string): Record<string, any> | undefined =>
       q.json.items.find((i: Record<string, any>) => i.name === name && (gvc === undefined || i.dimensions.gvcLink === `/org/acme/gvc/${gvc}`));
     for (const name of ['agents', 'workloads-per-gvc', 'memory-per-workload', 'replicas-per-workload', 'cpu-per-workload', 'identities-per-gvc', 'gvcs', 'domains', 'cloudaccounts']) {
@@ -282,11 +297,11 @@ t.test('the platform API under up', async (t) => {
     const bad = await post({ name: 'g4', spec: { endpointNamingFormat: 'sideways', staticPlacement: { locationLinks: ['//location/nowhere'] } } });
     isErrorBody(t, bad, 400, 'invalid_record');
     t.match(bad.json.details.errors, [/spec\.endpointNamingFormat/, /nowhere/]);
-    isErrorBody(t, await post({ kind: 'workload', name: 'g5' }), 400, 'invalid_record');
+    isErrorBody(t, await post({ kind: 'workload', name: 'g5' }), 400, 'bad_request');
     isErrorBody(t, await post({ name: 'Not A Name!' }), 400, 'invalid_record');
     isErrorBody(t, await post('{not json'), 400, 'bad_request');
     isErrorBody(t, await post('[1]'), 400, 'bad_request');
-    isErrorBody(t, await fromReplica('g1/caller', { method: 'POST', path: '/org/acme/gvc', body: 'name: g6', contentType: 'text/yaml', token: 'own' }), 415, 'unsupported_media_type');
+    isErrorBody(t, await fromReplica('g1/caller', { method: 'POST', path: '/org/acme/gvc', body: 'name: g6', contentType: 'text/plain', token: 'own' }), 415, 'unsupported_media_type');
     t.notOk(up.runtime.store.current.gvcs.has('g4'));
 
     // A workload added to the file in the POSTed GVC: the reload keeps g3 and the workload answers.

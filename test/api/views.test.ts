@@ -48,11 +48,12 @@ t.test('views fill in the read-only common fields', async (t) => {
     { rel: 'org', href: '/org/acme' },
     { rel: 'gvc', href: '/org/acme/gvc/g' },
   ]);
-  t.equal(v.id, stableId('/org/acme/gvc/g/workload/w'));
+  t.equal(v.id, stableId('workload/g/w'), 'derived from the record key, the same every run');
   const own = recordView({ kind: 'gvc', name: 'g', id: 'x', version: 4, created: 'c', lastModified: 'm' }, 'acme', 's');
   t.match(own, { id: 'x', version: 4, created: 'c', lastModified: 'm' });
   t.equal(selfLink('acme', 'secret', 'a/b'), '/org/acme/secret/a%2Fb');
-  t.same(listOf('identity', [], '/x'), { kind: 'identity', itemKind: 'identity', items: [], links: [{ rel: 'self', href: '/x' }] });
+  t.same(listOf('identity', [], '/x'), { kind: 'list', itemKind: 'identity', items: [], links: [{ rel: 'self', href: '/x' }] });
+  t.same(listOf('identity', [], '/x', '/x?cursor=a').links, [{ rel: 'self', href: '/x' }, { rel: 'next', href: '/x?cursor=a' }]);
   const ids = new Set<string>();
   for (let i = 0; i < 200; i++) {
     const id = stableId(`/org/acme/gvc/g${i}`);

@@ -65,6 +65,15 @@ const CASES: Readonly<Record<string, Case>> = {
     record: 'org/acme', add: [{ kind: 'secret', name: 's' }], errors: [],
     warnings: ['secret/s: kind: "secret" is a platform kind svcproxy does not read; not checked'],
   },
+  'a platform kind svcproxy does not read: its common members are checked': {
+    record: 'org/acme', add: [{ kind: 'secret', name: 'Bad Name', description: 'x'.repeat(251), tags: { a: [1] } }],
+    errors: [
+      'secret/Bad Name: name: must be lowercase letters, digits and hyphens, starting and ending with a letter or digit',
+      'secret/Bad Name: description: must be at most 250 characters',
+      'secret/Bad Name: tags.a: must be a string, number or boolean',
+    ],
+    warnings: ['secret/Bad Name: kind: "secret" is a platform kind svcproxy does not read; not checked'],
+  },
   'misspelt kind': {
     record: 'org/acme', add: [{ kind: 'wrokload', name: 'w' }, { kind: 'Workload', name: 'v' }, { kind: 'frobnicator', name: 'f' }],
     errors: [

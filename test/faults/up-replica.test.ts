@@ -48,6 +48,7 @@ t.test('a replica process killed under load: restarted, traffic moves, in-flight
     admin: '127.0.0.1:0',
     logger: silentLogger(),
     watch: false,
+    stateDir: path.join(dir, 'state'),
     // Shedding off: a stalled CI machine must not turn into 503s this test would count as failures.
     limits: { maxEventLoopDelayMs: 0 },
     backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 10_000 },

@@ -39,11 +39,11 @@ function records(workloads: { name: string; script: string; timeoutSeconds?: num
 }
 
 async function start(t: Test, workloads: Parameters<typeof records>[0], maxHeldPerWorkload?: number): Promise<Up> {
-  const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  const stateDir = mkdtempSync(join(tmpdir(), 'svcproxy-state-'));
+  t.teardown(() => rmSync(stateDir, { recursive: true, force: true }));
   const up = await startUp({
     settings: defaultSettings, records: records(workloads), listen: ['127.0.0.1:0'], admin: '127.0.0.1:0',
-    logger: silentLogger(), watch: false, caDir, limits: { maxEventLoopDelayMs: 0 },
+    logger: silentLogger(), watch: false, stateDir, limits: { maxEventLoopDelayMs: 0 },
     ...(maxHeldPerWorkload !== undefined ? { maxHeldPerWorkload } : {}),
   });
   t.teardown(() => up.stop(3000));

@@ -63,7 +63,7 @@ t.test('health per workload and location; svc/ignore', async (t) => {
     admin: '127.0.0.1:0',
     logger,
     watch: false,
-    caDir: await tempDir(t, 'svcproxy-ca-'),
+    stateDir: await tempDir(t, 'svcproxy-state-'),
     limits: { maxEventLoopDelayMs: 0 },
     // Crash restarts come quickly, so the crash-loop bound is reached within a second or so.
     backoff: { initialMs: 20, maxMs: 40, resetAfterMs: 10_000 },

@@ -40,7 +40,7 @@ t.test('a rollout with maxUnavailableReplicas 0 fails no request', async (t) => 
   writeFileSync(file, config('1'));
   const up = await startUp({
     settings: defaultSettings, configPaths: [file], listen: ['127.0.0.1:0'], admin: '127.0.0.1:0',
-    logger: silentLogger(), watch: false, caDir: join(dir, 'ca'), limits: { maxEventLoopDelayMs: 0 },
+    logger: silentLogger(), watch: false, stateDir: join(dir, 'state'), limits: { maxEventLoopDelayMs: 0 },
   });
   t.teardown(() => up.stop(3000));
   const port = up.runtime.listeners[0]!.address.port;

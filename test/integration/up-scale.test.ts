@@ -38,11 +38,11 @@ function records(name: string, autoscaling: Record<string, unknown>, args: strin
 }
 
 async function start(t: Test, recs: Record<string, unknown>[]): Promise<Up> {
-  const caDir = mkdtempSync(join(tmpdir(), 'svcproxy-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  const stateDir = mkdtempSync(join(tmpdir(), 'svcproxy-state-'));
+  t.teardown(() => rmSync(stateDir, { recursive: true, force: true }));
   const up = await startUp({
     settings: defaultSettings, records: recs, listen: ['127.0.0.1:0'], admin: '127.0.0.1:0',
-    logger: silentLogger(), watch: false, caDir, limits: { maxEventLoopDelayMs: 0 }, scaleDownWindowMs: 500,
+    logger: silentLogger(), watch: false, stateDir, limits: { maxEventLoopDelayMs: 0 }, scaleDownWindowMs: 500,
   });
   t.teardown(() => up.stop(3000));
   return up;

@@ -11,6 +11,7 @@ import { demoRecords, echoScriptPath } from '../../src/local/index.js';
 import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
 import { request, waitFor } from '../helpers/harness.js';
+import { tempDir } from '../mesh/fixtures.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 
@@ -23,6 +24,7 @@ t.test('the demo echo workload answers on every endpoint kind', async (t) => {
     admin: '127.0.0.1:0',
     logger: silentLogger(),
     watch: false,
+    stateDir: await tempDir(t, 'svcproxy-state-'),
   });
   t.teardown(() => up.stop(5000));
   const { runtime } = up;
@@ -50,8 +52,10 @@ t.test('the demo echo workload answers on every endpoint kind', async (t) => {
 });
 
 t.test('the installed command: demo answers, SIGTERM drains and exits 0', async (t) => {
+  // In a folder of its own: its state (.svcproxy/) is not the repository's or another test's.
   const child = spawn(process.execPath, [BIN, 'up', '--listen', '127.0.0.1:0', '--mesh', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--log-level', 'warn'], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: await tempDir(t, 'svcproxy-up-cwd-'),
   });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');

@@ -17,6 +17,8 @@ import { request, waitFor } from '../helpers/harness.js';
 t.test('process output and access lines of every location, in time order', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svcproxy-up-logs-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svcproxy-up-state-'));
+  t.teardown(() => fs.rmSync(stateDir, { recursive: true, force: true }));
   const up = await startUp({
     settings: defaultSettings,
     records: demoRecords(echoScriptPath(), process.execPath),
@@ -26,6 +28,7 @@ t.test('process output and access lines of every location, in time order', async
     logger: silentLogger(),
     watch: false,
     logDir: dir,
+    stateDir,
   });
   let stopped = false;
   t.teardown(() => (stopped ? undefined : up.stop(5000)));

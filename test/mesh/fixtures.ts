@@ -189,7 +189,8 @@ export async function startMeshUp(
   workloads: readonly Record<string, unknown>[],
   opts: Partial<Pick<UpOptions, 'meshCertTtlMs' | 'mesh' | 'logger' | 'deps'>> = {},
 ): Promise<MeshUp> {
-  const caDir = await tempDir(t, 'svcproxy-ca-');
+  const stateDir = await tempDir(t, 'svcproxy-state-');
+  const caDir = join(stateDir, 'ca');
   const up = await startUp({
     settings: defaultSettings,
     records: [
@@ -203,7 +204,7 @@ export async function startMeshUp(
     admin: '127.0.0.1:0',
     logger: silentLogger(),
     watch: false,
-    caDir,
+    stateDir,
     limits: { maxEventLoopDelayMs: 0 },
     ...opts,
   });

@@ -64,8 +64,8 @@ export function authenticate(authorization: string | undefined, caller: ApiCalle
   throw new ApiError('invalid_token', 'the token is neither the operator key (.svcproxy/api-token) nor a workload token of this svcproxy up');
 }
 
-/** What a request asks to do: read its org (granted without an identity), or anything else. */
-export type Action = 'read-org' | 'read' | 'create';
+/** What a route asks to do: read its org (granted without an identity), read, write, reveal a secret. */
+export type Action = 'read-org' | 'read' | 'write' | 'reveal';
 
 /** Throws 403 `permission_denied` unless `principal` may do `action` (see the module comment). */
 export function mayDo(principal: Principal, action: Action, workloadRecord: (key: string) => RawRecord | undefined): void {

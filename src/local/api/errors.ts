@@ -19,7 +19,11 @@ export const API_ERRORS = {
   permission_denied: 403,
   not_found: 404,
   method_not_allowed: 405,
+  /** The body did not arrive whole in time (a client that sends slowly). */
+  request_timeout: 408,
   already_exists: 409,
+  /** The body's `version` is not the record's: it changed since the client read it. */
+  version_conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,

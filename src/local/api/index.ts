@@ -1,18 +1,18 @@
 /**
- * `up`'s platform API (DESIGN §12): the spec's endpoints served from `up`'s own records, for
- * workload code that reads its GVC, a secret or its quotas. Two ways in. Each replica's outbound
+ * `up`'s platform API (DESIGN §12–§13): the platform's resources served from `up`'s own records
+ * (the table of kinds, kinds.ts), read and written by the platform's CLI with the operator key, and
+ * by workload code with its token; writes go through the config store as a reload does. Two ways in. Each replica's outbound
  * (mesh) listener answers requests for `api.<internal domain>` (`SVC_ENDPOINT`; no workload host
  * can have one label under the internal domain) here, in-process, as that replica's workload:
  * `wrap()` puts the API in front of the data plane's handlers of that listener, so the caller is
  * known from the listener that took the connection, and nothing a client sends can claim another.
  * Requests inside a CONNECT to that name (proxy clients that always tunnel, as undici's
  * EnvHttpProxyAgent) are served the same way. The `--api` listener (default 127.0.0.1:15080) serves
- * the same API to callers outside every workload (a shell, a laptop's curl): a workload token is
- * refused there (403), no credential reads what the spec allows (auth.ts). `listen()` fails when
+ * the same API to callers outside every workload (a shell, `cpln`, a laptop's curl): the operator
+ * key acts there, a workload token is refused (403), no credential reads what the spec allows (auth.ts). `listen()` fails when
  * the address is taken; requests never throw.
  */
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../../config/store.js';
@@ -22,6 +22,9 @@ import { CONNECTION_ESTABLISHED } from '../../proxy/tunnel.js';
 import { parseHostPort } from '../../address.js';
 import { handleApi, type ApiDeps, type ApiRequest, type ApiResponse } from './handler.js';
 import type { ApiCaller } from './auth.js';
+import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.js';
+import type { DeploymentStatus } from '../deployments.js';
+import { systemClock, type Clock } from '../../deps.js';
 
 export type { ApiCaller } from './auth.js';
 export { API_ERRORS, type ApiErrorBody, type ApiErrorCode } from './errors.js';
@@ -39,7 +42,20 @@ export interface PlatformApiOptions {
   readonly logger: Logger;
   /** Wall clock (ms since the epoch); default `Date.now`. */
   readonly now?: () => number;
+  /** A workload's deployments (src/local/deployments.ts); default: none. */
+  readonly deployments?: (key: string) => readonly DeploymentStatus[];
+  /** The URL of a host name on the ingress listener; default `http://HOST`. */
+  readonly endpointUrl?: (host: string) => string;
+  /** Items in a page of a list (default 100; a request may ask for `limit` up to 1000). */
+  readonly pageSize?: number;
+  /** Time a client has to send a whole body (default 30 s) and its largest size (default 1 MiB). */
+  readonly bodyTimeoutMs?: number;
+  readonly maxBodyBytes?: number;
+  /** Timers of the body's deadline; default the system's. */
+  readonly clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
+
+export const DEFAULT_PAGE_SIZE = 100;
 
 /** `api.<internal domain>`: the API's name through a replica's outbound listener. */
 export function apiHost(internalDomain: string): string {
@@ -61,8 +77,11 @@ export class PlatformApi {
       ...(opts.operatorKey !== undefined ? { operatorKey: opts.operatorKey } : {}),
       since: new Date(now()).toISOString(),
       now: () => new Date(now()).toISOString(),
-      newId: randomUUID,
       logger: opts.logger.child({ component: 'api' }),
+      deployments: opts.deployments ?? (() => []),
+      endpointUrl: opts.endpointUrl ?? ((host) => `http://${host}`),
+      pageSize: opts.pageSize ?? DEFAULT_PAGE_SIZE,
+      body: { maxBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES, timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS, clock: opts.clock ?? systemClock },
     };
     this.host = apiHost(opts.store.current.settings.internalDomain);
   }

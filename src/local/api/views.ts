@@ -1,25 +1,28 @@
 /**
  * What the platform API shows of the records `up` holds (platform spec, Resources): each record as
- * read, with the read-only common fields a platform record has and a file's record may leave out
- * (`id`, `version`, `created`, `lastModified`, `links`) filled in, a GVC's `alias` as routed, and a
- * secret reduced to its common fields and `type`: its `data` (the sensitive content) is never shown,
- * nor any member not on that list, so a secret shape the spec does not show cannot leak either. Lists
- * in the spec's list shape. The index of a snapshot's records is built once per snapshot (a WeakMap),
- * so a request costs a lookup. Pure apart from that cache; never throws.
+ * in force, with the read-only common fields (`id`, `version`, `created`, `lastModified`: the config
+ * store's meta, filled in here for records that have none) and `links`, and a secret reduced to its
+ * common fields and `type`: its `data` (the sensitive content) is never shown, nor any member not on
+ * that list, so a secret shape the spec does not show cannot leak either (`reveal` shows it whole).
+ * Lists in the platform's list shape, `{kind: 'list', itemKind, items, links}`. The index of a
+ * snapshot's records is built once per snapshot (a WeakMap), so a request costs a lookup. Pure apart
+ * from that cache; never throws.
  */
-import { createHash } from 'node:crypto';
 import type { Snapshot } from '../../config/model.js';
 import { workloadGvc, type RawRecord } from '../../config/records.js';
+import { stableId } from '../../config/record-meta.js';
+import { GVC_SCOPED } from '../../config/links.js';
+
+export { stableId };
 
 export interface Link {
   readonly rel: string;
   readonly href: string;
 }
 
-/** The spec's list response; `kind` is the items' kind (the spec's kind values have no `list`). */
+/** The platform's list response (its CLI reads `kind: 'list'` and `itemKind` to pick its table). */
 export interface ListResponse {
-  readonly kind: string;
-  /** The same kind again, for clients written against the platform's `{kind: 'list', itemKind}` form. */
+  readonly kind: 'list';
   readonly itemKind: string;
   readonly items: readonly Record<string, unknown>[];
   readonly links: readonly Link[];
@@ -31,9 +34,6 @@ export interface RecordIndex {
   readonly orgRecord: RawRecord | undefined;
   of(kind: string): ReadonlyMap<string, RawRecord>;
 }
-
-/** Kinds addressed under a GVC (`/org/O/gvc/G/KIND/NAME`). */
-const GVC_SCOPED = new Set(['workload', 'identity', 'volumeset']);
 
 const indexes = new WeakMap<Snapshot, RecordIndex>();
 
@@ -67,12 +67,6 @@ export function selfLink(org: string, kind: string, name: string, gvc?: string):
   return `${scope}/${kind}/${encodeURIComponent(name)}`;
 }
 
-/** A stable id for a record that has none: UUID-shaped, from its self link (the same every run). */
-export function stableId(self: string): string {
-  const h = createHash('sha256').update(`id\0${self}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
 /** The members of a secret that are shown: the common fields and its type, never `data`. */
 const SECRET_SHOWN = ['id', 'name', 'kind', 'version', 'description', 'tags', 'created', 'lastModified', 'type'];
 
@@ -80,7 +74,7 @@ const SECRET_SHOWN = ['id', 'name', 'kind', 'version', 'description', 'tags', 'c
  * `record` as the API shows it: the read-only common fields filled in where the record has none
  * (`created`: `since`, when `up` started or the record was POSTed), `links` made from where it is.
  */
-export function recordView(record: RawRecord, org: string, since: string, gvc?: string): Record<string, unknown> {
+export function recordView(record: RawRecord, org: string, since: string, gvc?: string, reveal = false): Record<string, unknown> {
   const kind = String(record.kind);
   const name = String(record.name);
   const self = selfLink(org, kind, name, gvc);
@@ -88,7 +82,7 @@ export function recordView(record: RawRecord, org: string, since: string, gvc?: 
   if (kind !== 'org') links.push({ rel: 'org', href: selfLink(org, 'org', org) });
   if (gvc !== undefined) links.push({ rel: 'gvc', href: selfLink(org, 'gvc', gvc) });
   const shown: Record<string, unknown> = {};
-  if (kind === 'secret') {
+  if (kind === 'secret' && !reveal) {
     for (const key of SECRET_SHOWN) if (record[key] !== undefined) shown[key] = record[key];
   } else {
     Object.assign(shown, record);
@@ -96,7 +90,7 @@ export function recordView(record: RawRecord, org: string, since: string, gvc?: 
   const created = typeof record.created === 'string' ? record.created : since;
   return {
     ...shown,
-    id: typeof record.id === 'string' ? record.id : stableId(self),
+    id: typeof record.id === 'string' ? record.id : stableId(gvc === undefined ? `${kind}/${name}` : `${kind}/${gvc}/${name}`),
     kind,
     name,
     version: Number.isInteger(record.version) ? record.version : 1,
@@ -113,6 +107,8 @@ export function gvcView(record: RawRecord, snapshot: Snapshot, org: string, sinc
   return alias === undefined ? view : { ...view, alias };
 }
 
-export function listOf(itemKind: string, items: readonly Record<string, unknown>[], self: string): ListResponse {
-  return { kind: itemKind, itemKind, items, links: [{ rel: 'self', href: self }] };
+export function listOf(itemKind: string, items: readonly Record<string, unknown>[], self: string, next?: string): ListResponse {
+  const links: Link[] = [{ rel: 'self', href: self }];
+  if (next !== undefined) links.push({ rel: 'next', href: next });
+  return { kind: 'list', itemKind, items, links };
 }
