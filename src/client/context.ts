@@ -15,6 +15,7 @@ import { jsYaml } from './format/yaml.js';
 import type { ApiClient } from './http.js';
 import type { Session } from './session.js';
 import { exported } from './exporters.js';
+import { ClientError } from './errors.js';
 
 export interface ClientIo {
   readonly env: NodeJS.ProcessEnv;
@@ -35,8 +36,7 @@ export interface ClientContext {
   readonly io: ClientIo;
 }
 
-/** A failure that is not the API's: a file that cannot be read or parsed, a refused rendering (exit 1). */
-export class ClientError extends Error {}
+export { ClientError } from './errors.js';
 
 /** Kinds addressed under a GVC (`/org/O/gvc/G/KIND/NAME`), as the platform's links are. */
 const GVC_SCOPED = new Set(['workload', 'identity', 'volumeset']);

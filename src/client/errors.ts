@@ -40,3 +40,6 @@ export function failureHint(err: HttpFailure | Unreachable, ctx: { local: boolea
   }
   return undefined;
 }
+
+/** A failure that is not the API's: a file that cannot be read or parsed, a refused rendering (exit 1). */
+export class ClientError extends Error {}

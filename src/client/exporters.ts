@@ -6,17 +6,23 @@
  * command's own request is sent, so an endpoint that renders neither (a local `up`) refuses the
  * command with a clear message before anything is changed (exit 1).
  */
-import type { ClientContext } from './context.js';
-import { ClientError } from './context.js';
+import { ClientError } from './errors.js';
 import { toYaml } from './format/index.js';
 import { linkOf } from './format/cells.js';
-import { HttpFailure, Unreachable } from './http.js';
+import { HttpFailure, Unreachable, type ApiClient } from './http.js';
+import type { Session } from './session.js';
+
+/** What an export reads of the command's context (./context.ts). */
+interface ExportContext {
+  readonly client: ApiClient;
+  readonly session: Session;
+}
 
 const SERVICES = { tf: 'terraform-exporter', crd: 'k8s-crd-exporter' } as const;
 const WHAT = { tf: 'Terraform', crd: 'Kubernetes CRDs' } as const;
 
 /** The exporter's base URL for `-o tf|crd`, from the endpoint's discovery; refuses when there is none. */
-export async function exporterOf(ctx: Pick<ClientContext, 'client' | 'session'>, output: 'tf' | 'crd'): Promise<string> {
+export async function exporterOf(ctx: ExportContext, output: 'tf' | 'crd'): Promise<string> {
   const service = SERVICES[output];
   const refuse = (why: string): ClientError =>
     new ClientError(`-o ${output}: ${ctx.session.endpoint} does not render ${WHAT[output]} (${why}); the platform's API does, through its ${service}. Use -o yaml or -o json here`);
@@ -34,7 +40,7 @@ export async function exporterOf(ctx: Pick<ClientContext, 'client' | 'session'>,
 }
 
 /** The exporter's rendering of an answer (its self link). */
-export async function exported(ctx: ClientContext, body: unknown, output: 'tf' | 'crd'): Promise<string> {
+export async function exported(ctx: ExportContext, body: unknown, output: 'tf' | 'crd'): Promise<string> {
   const base = await exporterOf(ctx, output);
   const self = linkOf(body, 'self');
   if (typeof self !== 'string') throw new ClientError(`-o ${output}: the answer has no self link to export`);
