@@ -45,6 +45,10 @@ import { CLIENT_OPTIONS, parseClientArgs } from '../../src/client/args.js';
 import { REST_VERBS, restCommand } from '../../src/client/rest.js';
 import { startApi, type ApiUp } from '../helpers/client.js';
 
+// Every sh block of the docs is run (roles to /ready, the client's lines against a real up): past tap's
+// two minutes on a machine with a core kept busy.
+t.setTimeout(300_000);
+
 /** Flags of other programs that the prose names, each with its program. */
 const FOREIGN: Record<string, string> = {
   only: 'npm run bench',
