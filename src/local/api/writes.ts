@@ -132,12 +132,14 @@ export function listRecords(ctx: ApiContext, row: KindRow, gvc: string | undefin
   return { status: 200, body: listOf(row.kind, page.map((i) => row.view(ctx, i.record, i.gvc)), self, next) };
 }
 
-/** The request's body, one object (an empty body is `{}` when `empty` allows it: a query without terms). */
+/** The request's body, one object (an empty body, of any type, is `{}` when `empty` allows it: a query without terms). */
 export async function bodyObject(ctx: ApiContext, empty = false): Promise<Record<string, unknown>> {
-  const format = bodyFormat(ctx.req.headers['content-type']);
+  const type = ctx.req.headers['content-type'];
+  // An empty body may come with any type (axios sends `cpln org query`'s none as a form).
+  const format = empty ? undefined : bodyFormat(type);
   const text = await readBody(ctx.req, ctx.deps.body);
   if (empty && text.trim() === '') return {};
-  const value = parseBody(text, format);
+  const value = parseBody(text, format ?? bodyFormat(type));
   if (!isObject(value)) throw new ApiError('bad_request', `the body must be an object (a ${'record'}), not ${Array.isArray(value) ? 'an array' : typeof value}`);
   return value;
 }
