@@ -30,6 +30,7 @@ import { yamlLib } from './yaml-lib.js';
 import { validateReport } from './config/validate-report.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
+import { CLIENT_COMMANDS } from './client/words.js';
 
 function envName(flag: string): string {
   return `SVCPROXY_${flag.toUpperCase().replace(/-/g, '_')}`;
@@ -167,7 +168,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (!isCommand(command)) {
-    const guess = didYouMean(command, COMMANDS);
+    const guess = didYouMean(command, [...COMMANDS, ...Object.keys(CLIENT_COMMANDS)]);
     return usageError(`unknown command ${JSON.stringify(command)}${guess ? ` (did you mean ${guess}?)` : ''}`, undefined);
   }
   try {
@@ -214,7 +215,7 @@ function help(command: string | undefined): number {
     return 0;
   }
   if (!isCommand(command)) {
-    const guess = didYouMean(command, COMMANDS);
+    const guess = didYouMean(command, [...COMMANDS, ...Object.keys(CLIENT_COMMANDS)]);
     return usageError(`unknown command ${JSON.stringify(command)}${guess ? ` (did you mean ${guess}?)` : ''}`, undefined);
   }
   process.stdout.write(commandHelp(command));

@@ -7,6 +7,7 @@
  * "did you mean" of a mistyped command or flag.
  */
 import { COMMANDS, FLAG_HELP, OPTIONS, flagsOf, type Command, type FlagName } from './flags.js';
+import { CLIENT_COMMANDS } from './client/words.js';
 
 export interface CommandHelp {
   /** One line for the global overview. */
@@ -187,6 +188,9 @@ export function globalHelp(): string {
     '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.padEnd(width)}${COMMAND_HELP[c].summary}`),
+    '',
+    'Client of the platform API (a local up, or any endpoint of the platform\'s API; the platform CLI\'s options):',
+    ...Object.entries(CLIENT_COMMANDS).map(([c, summary]) => `  ${c.padEnd(width)}${summary}`),
     '',
     'Run "svcproxy COMMAND --help" (or "svcproxy help COMMAND") for its flags, defaults, environment and examples.',
     'Every flag is also an environment variable SVCPROXY_<FLAG>. Exit codes: 0 success, 1 invalid',

@@ -1,23 +1,25 @@
 /**
- * The platform API's conversion of written records (Joi's `convert`, which the platform's servers
- * apply): a string that reads as a number, for a member typed number, and `"true"`/`"false"`, for a
- * member typed boolean, are taken as that value. `cpln workload update --set` sends every value as a
- * string (`{minScale: "2"}`). Which members are numbers and booleans is what the validator's shape
- * tables say (schema.ts `int`, `num`, `bool`): one rule, no second table of types. Anything that
- * does not convert is left for validation to report. Pure; never throws.
+ * Records read as the platform's API reads them (DESIGN §3; Joi's `convert`, which the platform's
+ * servers apply): a string that reads as a number, for a member typed number, and `"true"`/`"false"`,
+ * for a member typed boolean, are taken as that value. `cpln workload update --set` sends every value
+ * as a string (`{minScale: "2"}`), and a file `cpln apply` sends may hold `timeoutSeconds: '5'`: both
+ * are numbers there, so they are here, for the API's writes and for files alike. Which members are
+ * numbers and booleans is what the validator's shape tables say (schema.ts `int`, `num`, `bool`): one
+ * rule, no second table of types. Anything that does not convert is left for validation to report.
+ * Pure; never throws.
  */
 import { INLINE } from './findings.js';
+import { deepFreeze } from './frozen.js';
 import { parsePath } from './locate.js';
 import type { Settings } from './model.js';
-import type { RawRecord } from './records.js';
+import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
-import { validate } from './validate.js';
+import { validate, type ValidationResult } from './validate.js';
 
-/** `record` with its convertible strings converted (the same object when there are none). */
-export function convertScalars(record: RawRecord, settings: Settings): { record: RawRecord; converted: string[] } {
-  const found: [string, number | boolean][] = [];
-  validate([{ record, source: INLINE }], settings, (_, at, value) => found.push([at, value]));
-  if (found.length === 0) return { record, converted: [] };
+type Conversion = readonly [at: string, value: number | boolean];
+
+/** A copy of `record` with each value at `at` replaced (frozen when `record` was). */
+function converted(record: RawRecord, found: readonly Conversion[]): RawRecord {
   const copy = structuredClone(record) as Record<string, unknown>;
   for (const [at, value] of found) {
     const steps = parsePath(at);
@@ -26,5 +28,34 @@ export function convertScalars(record: RawRecord, settings: Settings): { record:
     const last = steps[steps.length - 1];
     if (last !== undefined && (isObject(parent) || Array.isArray(parent))) (parent as Record<string | number, unknown>)[last] = value;
   }
-  return { record: copy, converted: found.map(([at]) => at) };
+  return Object.isFrozen(record) ? deepFreeze(copy) : copy;
+}
+
+/** `record` with its convertible strings converted (the same object when there are none). */
+export function convertScalars(record: RawRecord, settings: Settings): { record: RawRecord; converted: string[] } {
+  const found: Conversion[] = [];
+  validate([{ record, source: INLINE }], settings, (_, at, value) => found.push([at, value]));
+  if (found.length === 0) return { record, converted: [] };
+  return { record: converted(record, found), converted: found.map(([at]) => at) };
+}
+
+/**
+ * Validates `records` as the platform's API reads them: the records with their convertible strings
+ * converted (those without any are the same objects; when none has one, the same list), and their
+ * validation. A list with conversions is validated again as converted, so that every rule, the
+ * cross-record ones included, judges the values compilation will read.
+ */
+export function validateConverted(records: readonly SourcedRecord[], settings: Settings): { records: readonly SourcedRecord[]; result: ValidationResult } {
+  const found = new Map<SourcedRecord, Conversion[]>();
+  const first = validate(records, settings, (sourced, at, value) => {
+    let list = found.get(sourced);
+    if (!list) found.set(sourced, (list = []));
+    list.push([at, value]);
+  });
+  if (found.size === 0) return { records, result: first };
+  const out = records.map((s) => {
+    const list = found.get(s);
+    return list === undefined ? s : { ...s, record: converted(s.record, list) };
+  });
+  return { records: out, result: validate(out, settings) };
 }

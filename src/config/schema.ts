@@ -18,17 +18,45 @@ export interface Report {
   convert?(at: string, value: number | boolean): void;
 }
 
+/** A decimal numeral with optional sign, fraction and exponent, spaces around it allowed. */
 const NUMBER_TEXT = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/;
 
-/** A string that reads as a number, as the platform's API converts it; undefined otherwise. */
-export function numberText(v: unknown): number | undefined {
-  return typeof v === 'string' && NUMBER_TEXT.test(v) ? Number(v) : undefined;
+/** The numeral's significant digits: no sign, dot, exponent, leading or trailing zeros. */
+function significant(text: string): string {
+  return text.replace(/[eE][-+]?\d+$/, '').replace('.', '').replace(/0+$/, '').replace(/^[-+]?0*/, '');
 }
 
-/** `"true"` / `"false"` (any case) as the boolean; undefined otherwise. */
+/** A plain decimal numeral as a number prints: no `+`, no leading or trailing zeros, `0.5` for `.5`. */
+function plainDecimal(text: string): string {
+  let out = text.replace(/^\+/, '').replace(/\.0*$/, '').replace(/^(-?)\.([^.]*)$/, '$10.$2').replace(/^(-?)0+(\d)/, '$1$2');
+  if (out.includes('.')) out = out.replace(/0+$/, '');
+  return out === '-0' ? '0' : out;
+}
+
+/**
+ * A string that reads as a number, as the platform's API converts it (Joi's number conversion, the
+ * reference test/config/convert.test.ts compares with): a decimal numeral, spaces around it allowed,
+ * whose value a double holds exactly as written (`'0.1000000000000000001'` and `'9007199254740993'`
+ * do not) and within ±(2^53 − 1); `-0` reads as 0. Undefined otherwise.
+ */
+export function numberText(v: unknown): number | undefined {
+  if (typeof v !== 'string' || !NUMBER_TEXT.test(v)) return undefined;
+  const text = v.trim();
+  const n = Number(text);
+  if (!Number.isFinite(n) || Math.abs(n) > Number.MAX_SAFE_INTEGER) return undefined;
+  const printed = String(n);
+  if (/e/i.test(text)) {
+    if (significant(text) !== significant(printed)) return undefined;
+  } else if (!/e/i.test(printed) && printed !== plainDecimal(text)) {
+    return undefined;
+  }
+  return n === 0 ? 0 : n;
+}
+
+/** `"true"` / `"false"` (any case, nothing around them) as the boolean; undefined otherwise. */
 export function booleanText(v: unknown): boolean | undefined {
   if (typeof v !== 'string') return undefined;
-  const t = v.trim().toLowerCase();
+  const t = v.toLowerCase();
   return t === 'true' ? true : t === 'false' ? false : undefined;
 }
 

@@ -15,7 +15,7 @@ import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
-import { validate } from './validate.js';
+import { validateConverted } from './convert.js';
 import { NAME_MAX, NAME_PATTERN, NAME_RULE, isHostName } from './values.js';
 import { asApplied } from './applied.js';
 
@@ -73,12 +73,12 @@ export function compileRecords(records: readonly RecordInput[], settings: Settin
 
 /**
  * Validates and compiles the records as applied (applied.ts: records that name no GVC placed in the
- * default one); `applied` is that list, the one the findings' records belong to.
+ * default one) and converted (convert.ts: `'5'` for a number member is 5); `applied` is that list,
+ * the one the findings' records belong to and the snapshot holds.
  */
 function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, generation: number): { result: LoadResult; settingsErrors: string[]; findings: readonly Finding[]; applied: readonly SourcedRecord[] } {
   const settingsErrors = checkSettings(settings);
-  const applied = asApplied(sourced, settings.gvc);
-  const { errors, warnings, catalog, errorFindings } = validate(applied, settings);
+  const { records: applied, result: { errors, warnings, catalog, errorFindings } } = validateConverted(asApplied(sourced, settings.gvc), settings);
   if (settingsErrors.length + errors.length > 0) {
     return { result: { ok: false, errors: [...settingsErrors, ...errors], warnings }, settingsErrors, findings: errorFindings, applied };
   }

@@ -14,6 +14,7 @@ import type { LineCounter } from 'yaml';
 import { rulesFrom } from '../ratelimit/service/rules.js';
 import { yamlLib } from '../yaml-lib.js';
 import { asApplied } from './applied.js';
+import { validateConverted } from './convert.js';
 import { compile } from './compile.js';
 import { filesOf, parseRecords, reason } from './load.js';
 import { lineAlong, linesOf, locateFindings, parsePath, type ReadText } from './locate.js';
@@ -106,8 +107,7 @@ export async function validateReport(paths: readonly string[], settings: Setting
   const warnings: string[] = [];
   // As `up`: a file that does not parse stops the records' check (its records may be others' link targets).
   if (!unread) {
-    const applied = asApplied(records, settings.gvc);
-    const result = validate(applied, settings);
+    const { records: applied, result } = validateConverted(asApplied(records, settings.gvc), settings);
     const located = await locateFindings([...result.errorFindings, ...result.warningFindings], applied, read);
     errors.push(...located.slice(0, result.errorFindings.length));
     warnings.push(...located.slice(result.errorFindings.length));

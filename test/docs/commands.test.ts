@@ -5,8 +5,10 @@
  * misspelled flag or command in the docs fails; (b) every option is documented somewhere in docs/,
  * and every `--flag` in the prose is an option (or one of the other programs' flags listed here);
  * (c) every command in an `sh` block is run against the built program: one-shot commands must exit
- * 0, long-running roles must turn ready and exit 0 on SIGTERM. A block that cannot run here carries
- * `<!-- not-run: reason -->` just before it, and the reasons are listed in the output.
+ * 0, long-running roles must turn ready and exit 0 on SIGTERM; (d) every client command line
+ * (`svcproxy rest ...`) is checked by the client's own options and verbs, and run in its `sh` block by
+ * a shell against a real `up` (the last test says what is set up for it). A block that cannot run
+ * here carries `<!-- not-run: reason -->` just before it, and the reasons are listed in the output.
  *
  * What is changed before a command runs (nothing else is):
  * - the program is `node bin/svcproxy.js` however it is written (`svcproxy`, `npx svcproxy`);
@@ -37,7 +39,15 @@ import { LocalCa } from '../../src/mesh/ca.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import { eventually } from '../faults/fixtures.js';
 import { testCert } from '../fixtures/tls.js';
-import { ROOT, commandsIn, docFiles, proseFlags, synopsisArgs, type DocCommand } from './fixtures.js';
+import { ROOT, commandsIn, docFiles, filesIn, proseFlags, synopsisArgs, type DocCommand } from './fixtures.js';
+import { clientCommandOf } from '../../src/client/words.js';
+import { CLIENT_OPTIONS, parseClientArgs } from '../../src/client/args.js';
+import { REST_VERBS, restCommand } from '../../src/client/rest.js';
+import { startApi, type ApiUp } from '../helpers/client.js';
+
+// Every sh block of the docs is run (roles to /ready, the client's lines against a real up): past tap's
+// two minutes on a machine with a core kept busy.
+t.setTimeout(300_000);
 
 /** Flags of other programs that the prose names, each with its program. */
 const FOREIGN: Record<string, string> = {
@@ -49,6 +59,10 @@ const FOREIGN: Record<string, string> = {
   seconds: 'npm run dashboard-picture',
   out: 'npm run dashboard-picture',
   'single-threaded': 'valgrind',
+  login: 'cpln profile update',
+  wait: 'code (VS Code, as an editor)',
+  'no-color': 'svcproxy rest (--color turned off)',
+  version: 'cpln --version',
   ready: 'cpln apply',
   set: 'cpln workload update',
   unset: 'cpln workload update',
@@ -65,15 +79,45 @@ const listed = (flagsModule as Record<string, unknown>).COMMANDS as readonly str
 const known = new Set(listed ?? [...readFileSync(path.join(ROOT, 'src/cli.ts'), 'utf8').matchAll(/case '([a-z]+)':/g)].map((m) => m[1]!));
 known.add('help');
 
+/** A command line of the client (`svcproxy rest ...`), checked by the client's own option table. */
+const isClient = (c: DocCommand): boolean => clientCommandOf(c.args) !== undefined;
+
 function parse(c: DocCommand) {
   const args = c.lang === 'text' || c.lang === '' ? synopsisArgs(c.args) : c.args;
   return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: true });
+}
+
+/**
+ * A client command line as the client reads it: a synopsis by its option table (`get|post` is the first
+ * verb, `-o FORMAT` any value), a runnable one by the client's whole check (values, verb, the options
+ * the verb takes).
+ */
+function parseClient(c: DocCommand): void {
+  if (c.lang === 'text' || c.lang === '') {
+    const args = synopsisArgs(c.args).map((a) => (a === '--no-color' ? '--color' : a));
+    const { positionals } = parseArgs({ args, options: CLIENT_OPTIONS, strict: true, allowPositionals: true });
+    const verb = (positionals[positionals[0] === 'help' ? 2 : 1] ?? '').split('|')[0]!;
+    if (verb !== '' && !(REST_VERBS as readonly string[]).includes(verb)) throw new Error(`${verb} is not a rest verb`);
+    return;
+  }
+  const parsed = parseClientArgs(c.args);
+  if (parsed.help) return;
+  restCommand(parsed.words.slice(1), parsed);
 }
 
 t.test('every svcproxy command line in the docs parses with the program\'s options', async (t) => {
   t.ok(commands.length >= 10, `found ${commands.length} command lines`);
   t.ok(known.size >= 7, `the entry point's commands: ${[...known].join(', ')}`);
   for (const c of commands) {
+    if (isClient(c)) {
+      try {
+        parseClient(c);
+        t.pass(`${c.where}: ${c.text}`);
+      } catch (err) {
+        t.fail(`${c.where}: ${c.text}: ${(err as Error).message}`);
+      }
+      continue;
+    }
     let parsed: ReturnType<typeof parse> | undefined;
     try {
       parsed = parse(c);
@@ -89,9 +133,9 @@ t.test('every svcproxy command line in the docs parses with the program\'s optio
 
 t.test('every option is documented in docs/, and every --flag in the prose is an option', async (t) => {
   const docsText = docFiles().filter((f) => f.startsWith('docs/')).map((f) => readFileSync(path.join(ROOT, f), 'utf8')).join('\n');
-  const undocumented = Object.keys(OPTIONS).filter((name) => !new RegExp(`--${name}(?![a-z0-9-])`).test(docsText));
-  t.same(undocumented, [], 'every option of src/flags.ts is written as --NAME somewhere in docs/');
-  const unknown = docFiles().flatMap(proseFlags).filter(({ flag }) => !(flag in OPTIONS) && !(flag in FOREIGN));
+  const undocumented = [...Object.keys(OPTIONS), ...Object.keys(CLIENT_OPTIONS)].filter((name) => !new RegExp(`--${name}(?![a-z0-9-])`).test(docsText));
+  t.same(undocumented, [], 'every option of src/flags.ts and src/client/args.ts is written as --NAME somewhere in docs/');
+  const unknown = docFiles().flatMap(proseFlags).filter(({ flag }) => !(flag in OPTIONS) && !(flag in CLIENT_OPTIONS) && !(flag in FOREIGN));
   t.same(unknown.map(({ flag, where }) => `${where}: --${flag}`), [], 'every --flag in the prose is an option of svcproxy (or listed in FOREIGN)');
 });
 
@@ -256,7 +300,7 @@ async function run(c: DocCommand): Promise<string | undefined> {
 }
 
 t.test('every command in an sh block runs', async (t) => {
-  const runnable = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun === undefined);
+  const runnable = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun === undefined && !isClient(c));
   const skipped = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun !== undefined);
   for (const c of skipped) t.comment(`not run: ${c.where}: ${c.notRun}`);
   t.ok(runnable.some((c) => parse(c).positionals[0] === 'up'), 'the docs run up');
@@ -269,4 +313,72 @@ t.test('every command in an sh block runs', async (t) => {
     }
   };
   await Promise.all([worker(), worker()]);
+});
+
+/** The records of the org a client command names (`/org/NAME`), as writeRecords writes them. */
+function orgRecords(org: string): Record<string, unknown>[] {
+  const workload = (name: string) => ({
+    kind: 'workload', name, gvc: 'shop',
+    spec: { type: 'standard', containers: [{ name, image: `${name}:1`, ports: [{ number: 8080, protocol: 'http' }] }], firewallConfig: { external: { inboundAllowCIDR: ['0.0.0.0/0'] } } },
+  });
+  return [
+    { kind: 'org', name: org },
+    { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
+    { kind: 'gvc', name: 'shop', alias: 'abcdefghij123', description: 'the shop', spec: { staticPlacement: { locationLinks: ['//location/aws-us-east-2'] } } },
+    workload('web'), workload('api'), workload('echo'),
+  ];
+}
+
+/**
+ * The client's commands (`svcproxy rest ...`) in sh blocks, run as a shell runs them (`sh -c`, with
+ * `svcproxy` on PATH as the built program), in each page's order, against a real `up` of the org the
+ * line names (acme by default), from the folder it runs in (so the local default and its key are what
+ * they are for a user). Changed before a line runs: `127.0.0.1:15080` is that up's API (also in
+ * SVCPROXY_API), a `--profile NAME` exists (svc and cpln) for it, the files a page shows (`# NAME.yaml`
+ * blocks) are in the folder, and EDITOR is `true` unless the line sets one.
+ */
+t.test('every client command in an sh block runs against up', async (t) => {
+  const runnable = commands.filter((c) => RUNNABLE_LANGS.has(c.lang) && c.notRun === undefined && isClient(c));
+  t.ok(runnable.length >= 5, `${runnable.length} client command lines`);
+  const home = mkdtempSync(path.join(tmpdir(), 'svcproxy-docs-client-'));
+  t.teardown(() => rmSync(home, { recursive: true, force: true }));
+  const bin = path.join(home, 'bin');
+  mkdirSync(bin);
+  writeFileSync(path.join(bin, 'svcproxy'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(ROOT, 'bin/svcproxy.js'))} "$@"\n`, { mode: 0o755 });
+  const ups = new Map<string, ApiUp>();
+  const written = new Set<string>();
+  for (const c of runnable) {
+    const org = /\/org\/([a-z0-9-]+)/.exec(c.text)?.[1] ?? ORG;
+    let up = ups.get(org);
+    if (!up) ups.set(org, (up = await startApi(t, orgRecords(org))));
+    const file = c.where.split(':')[0]!;
+    if (!written.has(`${org} ${file}`)) {
+      for (const f of filesIn(file)) writeFileSync(path.join(up.dir, f.name), f.content);
+      written.add(`${org} ${file}`);
+    }
+    for (const m of c.text.matchAll(/--profile[ =]([\w.-]+)/g)) {
+      for (const vendor of ['svc', 'cpln']) {
+        mkdirSync(path.join(home, vendor, 'profiles'), { recursive: true });
+        writeFileSync(path.join(home, vendor, 'profiles', `${m[1]}.json`), JSON.stringify({ name: m[1], request: { endpoint: up.url, token: up.key }, context: { org, gvc: 'shop' } }));
+      }
+    }
+    const line = c.text.replace(/^\$\s+/, '').replace(/\b(npx svcproxy|node bin\/svcproxy\.js)\b/g, 'svcproxy').replaceAll('127.0.0.1:15080', up.address);
+    const env = {
+      PATH: `${bin}:${process.env.PATH}`, HOME: home, SVCPROXY_API: up.address, SVC_HOME: path.join(home, 'svc'), CPLN_HOME: path.join(home, 'cpln'),
+      CPLN_SKIP_UPDATE_CHECK: '1', EDITOR: 'true', NO_COLOR: '1',
+    };
+    // Asynchronously: up answers in this process.
+    const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn('/bin/sh', ['-c', line], { cwd: up!.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, out });
+      });
+    });
+    t.equal(r.code, 0, `${c.where}: ${c.text}${r.code === 0 ? '' : `: ${r.out}`}`);
+  }
 });

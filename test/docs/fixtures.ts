@@ -2,8 +2,10 @@
  * Reads the user documentation (README.md and docs/*.md) the way test/docs/commands.test.ts checks it:
  * every `svcproxy` command line in a fenced block (written as `svcproxy …`, `npx svcproxy …` or
  * `node bin/svcproxy.js …`, with `\` continuations, leading `VAR=value` assignments, a trailing
- * `&` and `# comments`), whether its block is marked `<!-- not-run: reason -->`, and every `--flag`
- * written in the prose (outside fenced blocks). Pure text work: no file is run here.
+ * `&`, `# comments`, and in a pipeline), whether its block is marked
+ * `<!-- not-run: reason -->`, every `--flag` written in the prose (outside fenced blocks), and the
+ * files a page shows (a fenced block whose first line is `# NAME.yaml`). Pure text work: no file is
+ * run here.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -58,9 +60,42 @@ export function shellWords(line: string): string[] {
 
 const PROGRAMS: readonly (readonly string[])[] = [['svcproxy'], ['npx', 'svcproxy'], ['node', 'bin/svcproxy.js']];
 
-/** The svcproxy command of one (joined) line, or undefined when the line runs something else. */
+/** The commands of a pipeline: the line split at each ` | ` outside quotes (a `# comment` ends it). */
+export function pipeSegments(line: string): string[] {
+  let quote: string | undefined;
+  const segments: string[] = [];
+  let start = 0;
+  let end = line.length;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quote) {
+      if (ch === quote) quote = undefined;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+    } else if (ch === '#' && (i === 0 || /\s/.test(line[i - 1]!))) {
+      end = i;
+      break;
+    } else if (ch === '|' && /\s/.test(line[i - 1] ?? '') && /\s/.test(line[i + 1] ?? '')) {
+      // A pipe as written between commands (` | `): a `|` inside a word is a synopsis's alternatives.
+      segments.push(line.slice(start, i));
+      start = i + 1;
+    }
+  }
+  segments.push(line.slice(start, end));
+  return segments;
+}
+
+/** The svcproxy command of one (joined) line (of any command of a pipeline), or undefined when the line runs something else. */
 export function commandOf(line: string): { env: Record<string, string>; args: string[] } | undefined {
-  let words = shellWords(line.replace(/^\$\s+/, ''));
+  for (const segment of pipeSegments(line.replace(/^\$\s+/, ''))) {
+    const command = segmentCommand(segment);
+    if (command) return command;
+  }
+  return undefined;
+}
+
+function segmentCommand(segment: string): { env: Record<string, string>; args: string[] } | undefined {
+  let words = shellWords(segment);
   const env: Record<string, string> = {};
   while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
     const [name, ...value] = words[0]!.split('=');
@@ -114,4 +149,10 @@ export function proseFlags(file: string): { flag: string; where: string }[] {
 /** A synopsis line's words as a parser sees them: `[--gvc G]` is `--gvc G`, `PATH...` is `PATH`. */
 export function synopsisArgs(args: readonly string[]): string[] {
   return args.map((a) => a.replace(/[[\]]/g, '').replace(/\.\.\.$/, '')).filter((a) => a !== '' && a !== '...');
+}
+
+/** The files a page shows: fenced blocks whose first line is a comment naming them (`# staging.yaml`). */
+export function filesIn(file: string): { name: string; content: string }[] {
+  const text = readFileSync(path.join(ROOT, file), 'utf8');
+  return [...text.matchAll(/```(?:yaml|json)\n# ([\w.-]+\.(?:ya?ml|json))\n([\s\S]*?)```/g)].map((m) => ({ name: m[1]!, content: m[2]! }));
 }
