@@ -1,16 +1,19 @@
 /**
  * Fixed-rate HTTP/1.1 load (wrk2-style pacing, which wrk lacks): R requests a second for T seconds on
- * a keep-alive agent of up to 64 connections. Requests go out on a 1 ms timer; a request sent within
- * 2 ms of its scheduled time is timed from when it was sent, a later one (the client or the event
- * loop stalled) from when it should have been sent, so a stall counts against every request it
- * delayed. Prints one JSON line: sent, ok, errors, the achieved rate, p50/p99/p99.9 (ms).
+ * a keep-alive agent of up to 64 connections, to HOST (a comma-separated list: each request to the
+ * next host in turn). Requests go out on a 1 ms timer; a request sent within 2 ms of its scheduled
+ * time is timed from when it was sent, a later one (the client or the event loop stalled) from when
+ * it should have been sent, so a stall counts against every request it delayed. SIGTERM ends the run
+ * early (the requests in flight are awaited). Prints one JSON line: sent, ok, errors, the achieved
+ * rate, p50/p99/p99.9 (ms).
  *
- *   node paced.js PORT HOST RATE SECONDS
+ *   node paced.js PORT HOST[,HOST...] RATE SECONDS
  */
 import http from 'node:http';
 import { percentiles, Samples } from '../lib/stats.js';
 
-const [portArg, host, rateArg, secondsArg] = process.argv.slice(2);
+const [portArg, hostArg, rateArg, secondsArg] = process.argv.slice(2);
+const hosts = (hostArg ?? '').split(',');
 const port = Number(portArg);
 const rate = Number(rateArg);
 const seconds = Number(secondsArg);
@@ -26,7 +29,7 @@ function request(scheduled: number): Promise<void> {
   const now = performance.now();
   const from = now - scheduled <= 2 ? now : scheduled;
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host: hosts[sent % hosts.length] }, agent }, (res) => {
       res.resume();
       res.on('end', () => {
         if (res.statusCode === 200) latencies.push(performance.now() - from);
@@ -46,8 +49,14 @@ function request(scheduled: number): Promise<void> {
 const started = performance.now();
 const pending = new Set<Promise<void>>();
 const TICK = 1;
+let stopped = false;
+process.once('SIGTERM', () => (stopped = true));
 await new Promise<void>((resolve) => {
   const timer = setInterval(() => {
+    if (stopped) {
+      clearInterval(timer);
+      return resolve();
+    }
     const now = performance.now();
     const due = Math.min(rate * seconds, Math.floor(((now - started) / 1000) * rate));
     while (sent < due) {
