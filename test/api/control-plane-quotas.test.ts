@@ -14,9 +14,8 @@ import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
+import type { Up } from '../../src/roles/up.js';
+import { upOnFile } from '../helpers/api.js';
 import { tempDir } from '../mesh/fixtures.js';
 import { cpln, type CplnResult } from '../helpers/cpln.js';
 
@@ -63,16 +62,7 @@ t.test('the platform CLI: quotas, queries and the other kinds', async (t) => {
   const dir = await tempDir(t, 'svcproxy-cpq-');
   const file = join(dir, 'records.json');
   await writeFile(file, JSON.stringify(RECORDS));
-  const start = (): Promise<Up> => startUp({
-    settings: defaultSettings,
-    configPaths: [file],
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', pageSize: 2 },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const start = (): Promise<Up> => upOnFile(dir, file, 2);
   let up = await start();
   t.teardown(() => up.stop(1000));
   const token = (await readFile(up.operatorKeyFile, 'utf8')).trim();

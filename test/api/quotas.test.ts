@@ -14,11 +14,9 @@ import t from 'tap';
 import { createRequire } from 'node:module';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
+import type { Up } from '../../src/roles/up.js';
 import { tempDir } from '../mesh/fixtures.js';
-import { apiClient, isError, type Call, type Reply } from '../helpers/api.js';
+import { apiClient, isError, type Call, type Reply, upOnFile } from '../helpers/api.js';
 
 /** A workload `up` starts no process for (no command). */
 function workload(name: string, gvc: string, container: Record<string, unknown> = {}, spec: Record<string, unknown> = {}): Record<string, unknown> {
@@ -47,16 +45,7 @@ t.test('quotas and increase requests', async (t) => {
   const dir = await tempDir(t, 'svcproxy-quotas-');
   const file = join(dir, 'records.json');
   await writeFile(file, JSON.stringify(RECORDS));
-  const start = (): Promise<Up> => startUp({
-    settings: defaultSettings,
-    configPaths: [file],
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0' },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const start = (): Promise<Up> => upOnFile(dir, file);
   let up = await start();
   t.teardown(() => up.stop(1000));
   const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();

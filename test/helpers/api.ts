@@ -4,6 +4,10 @@
  * has the spec's error body.
  */
 import http from 'node:http';
+import { join } from 'node:path';
+import { startUp, type Up } from '../../src/roles/up.js';
+import { defaultSettings } from '../../src/config/index.js';
+import { silentLogger } from '../../src/log.js';
 import type { Test } from 'tap';
 
 export interface Reply {
@@ -64,4 +68,22 @@ export async function allPages(call: Call, first: Reply): Promise<Record<string,
     if (reply.status !== 200) throw new Error(`${next}: ${reply.status} ${reply.text}`);
     items.push(...(reply.json.items as Record<string, unknown>[]));
   }
+}
+
+/**
+ * `up` on the records of `file`, its state in `DIR/state` and its API on a free port (`pageSize`
+ * items a page when given); no file watching, and no overload shedding (a loaded machine must not
+ * answer a test's request 503).
+ */
+export function upOnFile(dir: string, file: string, pageSize?: number): Promise<Up> {
+  return startUp({
+    settings: defaultSettings,
+    configPaths: [file],
+    listen: ['127.0.0.1:0'],
+    api: { address: '127.0.0.1:0', ...(pageSize === undefined ? {} : { pageSize }) },
+    logger: silentLogger(),
+    watch: false,
+    stateDir: join(dir, 'state'),
+    limits: { maxEventLoopDelayMs: 0 },
+  });
 }
