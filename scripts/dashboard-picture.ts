@@ -29,7 +29,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { crc32 } from 'node:zlib';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { chromium } from 'playwright-core';
 
 /** The repository: the nearest folder above this file with svcproxy's package.json (scripts/dist/ when run, scripts/ in a test). */
@@ -96,7 +96,7 @@ function echoWorkload(name: string, extra: { minScale?: number; timeoutSeconds?:
 
 /** The tour's records, its echo app named by absolute path, and the three other workloads. */
 function records(): Record<string, unknown>[] {
-  const tour = YAML.parseAllDocuments(readFileSync(path.join(ROOT, 'docs/examples/tour.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, unknown>);
+  const tour = (jsyaml.loadAll(readFileSync(path.join(ROOT, 'docs/examples/tour.yaml'), 'utf8')) as Record<string, unknown>[]).filter((d) => d !== null && d !== undefined);
   for (const r of tour) {
     if (r.kind !== 'workload') continue;
     const spec = r.spec as { containers: { command: string; args: string[] }[] };
@@ -209,7 +209,7 @@ export async function makePicture(opts: { readonly seconds: number; readonly out
 
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-picture-'));
   const recs = records();
-  writeFileSync(path.join(dir, 'records.yaml'), recs.map((r) => YAML.stringify(r)).join('---\n'));
+  writeFileSync(path.join(dir, 'records.yaml'), recs.map((r) => jsyaml.dump(r, { lineWidth: -1 })).join('---\n'));
   const alias = (recs.find((r) => r.kind === 'gvc') as { alias: string }).alias;
   const [listen, mesh, admin] = [await freePort(), await freePort(), await freePort()];
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SVC|SVCPROXY)_/.test(k)));

@@ -26,7 +26,7 @@ import { runLogs } from './logs/index.js';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
 import { parseWorkers, runClustered } from './cluster/index.js';
-import { yamlLib } from './yaml-lib.js';
+import { dumpYaml } from './yaml.js';
 import { validateReport } from './config/validate-report.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
@@ -245,7 +245,7 @@ async function endpoints(flags: Flags): Promise<number> {
   const list = listEndpoints(snapshot);
   const format = flags.output ?? 'text';
   if (format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');
-  else if (format === 'yaml') process.stdout.write(yamlLib().stringify(list));
+  else if (format === 'yaml') process.stdout.write(dumpYaml(list));
   else if (format === 'text') process.stdout.write(formatEndpointsText(list));
   else throw new UsageError(`--output must be text, json or yaml, not ${JSON.stringify(format)}`);
   return 0;

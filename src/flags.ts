@@ -10,7 +10,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Snapshot } from './config/model.js';
 import { parseDuration } from './config/values.js';
-import type { ListenerLimits } from './proxy/listener.js';
+import type { ListenerLimits } from './listener/index.js';
 
 export const OPTIONS = {
   config: { type: 'string', short: 'c', multiple: true },

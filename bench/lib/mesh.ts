@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { httpRequest } from './proc.js';
 import { APP_PORT, APP_ROOT, GVC, LOCATION } from './svc.js';
 
@@ -50,7 +50,7 @@ type Rec = Record<string, unknown>;
 
 function writeYaml(file: string, records: readonly Rec[]): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, records.map((r) => YAML.stringify(r)).join('---\n'));
+  writeFileSync(file, records.map((r) => jsyaml.dump(r, { lineWidth: -1 })).join('---\n'));
 }
 
 function workload(name: string): Rec {

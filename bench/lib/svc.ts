@@ -6,7 +6,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
 
 /** The repository root: the nearest folder above this file with svcproxy's package.json. */
@@ -96,7 +96,7 @@ function base(): Rec[] {
 }
 
 export function writeYaml(file: string, records: readonly Rec[]): void {
-  writeFileSync(file, records.map((r) => YAML.stringify(r)).join('---\n'));
+  writeFileSync(file, records.map((r) => jsyaml.dump(r, { lineWidth: -1 })).join('---\n'));
 }
 
 export interface MainConfigPorts {
@@ -214,11 +214,11 @@ export function writeMainConfig(dir: string, ports: MainConfigPorts): MainConfig
   ]);
   const rules = path.join(dir, 'rules.yaml');
   // The default descriptor is `authority`; one rule with a limit no bench can reach.
-  writeFileSync(rules, YAML.stringify({ domain: 'svc', descriptors: [{ key: 'authority', rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
+  writeFileSync(rules, jsyaml.dump({ domain: 'svc', descriptors: [{ key: 'authority', rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
   // The rate-limit service section: one rule for any value of `user` (the load client sends 1,000
   // distinct values), again out of reach, so every call is counted and none is over the limit.
   const rlsRules = path.join(dir, 'rls-rules.yaml');
-  writeFileSync(rlsRules, YAML.stringify({ domain: RLS_DOMAIN, descriptors: [{ key: RLS_KEY, rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
+  writeFileSync(rlsRules, jsyaml.dump({ domain: RLS_DOMAIN, descriptors: [{ key: RLS_KEY, rate_limit: { unit: 'second', requests_per_unit: 1_000_000_000 } }] }));
   return { records, alsRecords, deployments, rules, rlsRules };
 }
 

@@ -7,7 +7,7 @@
  * its body bytes the payload each way.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import type { Exchange } from '../proxy/exchange.js';
+import type { ExchangeInfo } from '../observe/index.js';
 import { parseSubjectAltName } from '../mesh/index.js';
 import type { HostPort } from '../routing/replicas.js';
 import type { AccessLogSpec } from './config.js';
@@ -48,7 +48,7 @@ function text(value: string | string[] | number | undefined): string {
 }
 
 /** Envoy's response flags for how the request ended; `undefined` when none applies. */
-export function responseFlags(ex: Exchange, failure: string | undefined): Record<string, unknown> | undefined {
+export function responseFlags(ex: ExchangeInfo, failure: string | undefined): Record<string, unknown> | undefined {
   const flags: Record<string, unknown> = {};
   switch (ex.errorCode) {
     case 'NO_ROUTE': flags.no_route_found = true; break;
@@ -77,7 +77,7 @@ export function responseFlags(ex: Exchange, failure: string | undefined): Record
 }
 
 /** The response header block as sent (`res._header` for HTTP/1.1, the stream's sent headers for h2). */
-function sentHeaders(ex: Exchange): { block?: string; map?: OutgoingHttpHeaders } {
+function sentHeaders(ex: ExchangeInfo): { block?: string; map?: OutgoingHttpHeaders } {
   const res = ex.res as unknown as { _header?: string | null; stream?: { sentHeaders?: OutgoingHttpHeaders } };
   if (typeof res._header === 'string') return { block: res._header };
   const map = res.stream?.sentHeaders;
@@ -163,7 +163,7 @@ function tlsProperties(socket: TlsFacts | undefined, sourcePrincipal: string | u
  * The entry for one request; `wallNow` / `now` are the clock's wall and monotonic readings at the end.
  * Returns the entry and its approximate encoded size (for the `buffer_size_bytes` bound).
  */
-export function buildEntry(ex: Exchange, facts: RequestFacts, spec: AccessLogSpec, now: number, wallNow: number): { entry: HttpAccessLogEntry; size: number } {
+export function buildEntry(ex: ExchangeInfo, facts: RequestFacts, spec: AccessLogSpec, now: number, wallNow: number): { entry: HttpAccessLogEntry; size: number } {
   const req = ex.req;
   const h = req.headers;
   const start = ex.startedAt;

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Counter, Registry } from 'prom-client';
 import { sharedCounter } from '../admin/registered.js';
-import type { Exchange } from '../proxy/exchange.js';
+import type { ExchangeInfo } from '../observe/index.js';
 import type { AccessLogPlan, AccessLogSpec } from './config.js';
 import { buildEntry, type RequestFacts } from './entry.js';
 import { AccessLogStream, type AccessLogStreamOptions } from './stream.js';
@@ -69,7 +69,7 @@ export class AccessLogService {
   }
 
   /** Hand a finished request to its workload's logs. */
-  record(ex: Exchange, facts: RequestFacts, specs: readonly AccessLogSpec[], now: number, wallNow: number): void {
+  record(ex: ExchangeInfo, facts: RequestFacts, specs: readonly AccessLogSpec[], now: number, wallNow: number): void {
     for (const spec of specs) {
       const stream = this.streams.get(spec.key);
       if (!stream) continue;

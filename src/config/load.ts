@@ -10,13 +10,11 @@
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import type { LineCounter } from 'yaml';
-import jsyaml from 'js-yaml';
+import { readYaml, type YamlLines } from '../yaml.js';
 import { deepFreeze } from './frozen.js';
 import { jsonErrorOffset } from './json-error.js';
-import { jsonMessage, yamlMessage } from './parser-message.js';
+import { jsonMessage } from './parser-message.js';
 import { FAST_CORE_SCHEMA, readPlainYaml } from './yaml-fast.js';
-import { yamlLib } from '../yaml-lib.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
 
@@ -38,31 +36,27 @@ interface Sink {
   readonly source: string;
   readonly records: SourcedRecord[];
   readonly errors: string[];
-  /** The line of a YAML node; `undefined` in JSON, where values are placed by item number instead. */
-  readonly lineOf: (node: unknown) => number | undefined;
+  /** The lines of a YAML parse's values; `undefined` in JSON, where values are placed by item number instead. */
+  readonly lines: YamlLines | undefined;
 }
 
-/** Adds the records in `value` (a record, an array of them, or a list response); `node` is its YAML node. */
-function collect(value: unknown, node: unknown, index: number, sink: Sink, listKind?: unknown): void {
+/** Adds the records in `value` (a record, an array of them, or a list response), found at `line` (YAML). */
+function collect(value: unknown, line: number | undefined, index: number, sink: Sink, listKind?: unknown): void {
   if (Array.isArray(value)) {
-    // `node` is the YAML node (full parse only; undefined for JSON, which never loads the library).
-    const items = node !== undefined && yamlLib().isSeq(node) ? node.items : [];
-    value.forEach((v, i) => collect(v, items[i], i + 1, sink, listKind));
+    value.forEach((v, i) => collect(v, sink.lines?.item(value, i), i + 1, sink, listKind));
     return;
   }
   if (!isObject(value)) {
-    const line = sink.lineOf(node);
     sink.errors.push(`${sink.source}: ${line === undefined ? `item ${index}` : `line ${line}`}: ${NOT_A_RECORD}`);
     return;
   }
   if (Array.isArray(value.items) && value.name === undefined) {
     // A list response: its kind names the items' kind unless it is the generic `list`.
     const kind = typeof value.kind === 'string' && value.kind !== 'list' ? value.kind : undefined;
-    collect(value.items, node !== undefined && yamlLib().isMap(node) ? node.get('items', true) : undefined, index, sink, kind);
+    collect(value.items, undefined, index, sink, kind);
     return;
   }
   const record: RawRecord = value.kind === undefined && listKind !== undefined ? { kind: listKind, ...value } : value;
-  const line = sink.lineOf(node);
   sink.records.push(line === undefined ? { record, source: sink.source } : { record, source: sink.source, line });
 }
 
@@ -90,86 +84,32 @@ function parseJson(text: string, sink: Sink): void {
   collect(value, undefined, 1, sink);
 }
 
-function parseYaml(text: string, sink: Sink, counter: LineCounter): void {
-  // logLevel 'error': the library's warnings go to process.emitWarning (stderr) and quote the file.
-  const docs = yamlLib().parseAllDocuments(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
-  let index = 0;
-  for (const doc of docs) {
-    index++;
-    if (doc.errors.length > 0) {
-      for (const err of doc.errors) sink.errors.push(`${sink.source}: line ${counter.linePos(err.pos[0]).line}: ${yamlMessage(err.message)}`);
-      continue;
-    }
-    let value: unknown;
-    try {
-      value = doc.toJS({ maxAliasCount: 100 });
-    } catch (e) {
-      sink.errors.push(`${sink.source}: line ${counter.linePos(doc.range[0]).line}: ${yamlMessage((e as Error).message)}`);
-      continue;
-    }
-    if (value === null || value === undefined) continue; // an empty document (comments, a trailing `---`)
-    collect(value, doc.contents, index, sink);
-  }
-}
-
-/** Anchors or aliases: the `yaml` library's alias-expansion limit (billion laughs) must see them. */
-const ANCHOR_OR_ALIAS = /(^|[\s[{,:-])[&*][^\s,\]}]/m;
-
 /**
- * Where each YAML document's content starts: the first line after a `---` (or the file's start) that
- * is not blank, a comment or a directive.
+ * Every document of a YAML file, each record with its line (js-yaml, src/yaml.ts). An empty document
+ * (comments, a trailing `---`) holds nothing; a syntax error is the file's one error.
  */
-function documentStartLines(text: string): number[] {
-  const starts: number[] = [];
-  let seeking = true;
-  let line = 0;
-  for (const raw of text.split('\n')) {
-    line++;
-    if (raw.startsWith('---') && (raw.length === 3 || /\s/.test(raw[3]!))) {
-      const rest = raw.slice(3).trim();
-      seeking = rest === '' || rest.startsWith('#');
-      if (!seeking) starts.push(line);
-      continue;
-    }
-    if (raw.startsWith('...') && (raw.length === 3 || /\s/.test(raw[3]!))) {
-      seeking = true;
-      continue;
-    }
-    if (!seeking) continue;
-    const trimmed = raw.trim();
-    if (trimmed === '' || trimmed.startsWith('#') || raw.startsWith('%')) continue;
-    starts.push(line);
-    seeking = false;
+function parseYaml(text: string, source: string, records: SourcedRecord[], errors: string[]): void {
+  const read = readYaml(text, { schema: FAST_CORE_SCHEMA });
+  if (!read.ok) {
+    errors.push(`${source}: line ${read.error.line}: ${read.error.message}`);
+    return;
   }
-  return starts;
+  const sink: Sink = { source, records, errors, lines: read.lines };
+  read.docs.forEach((doc, i) => {
+    if (doc.value !== null && doc.value !== undefined) collect(doc.value, doc.line, i + 1, sink);
+  });
 }
 
 /**
- * The common case, about ten times faster than the full parse below (a 10,000-workload file loads in
- * a fraction of a second): a file of documents that are each one record, with no anchors or aliases.
- * The plainest files are read by lines (yaml-fast.ts, less than half of js-yaml's instructions), the rest by js-yaml.
- * Anything else (a syntax error, duplicate keys, lists, list responses, empty or scalar documents)
- * returns false and goes to the full parse, which reports every problem with its line.
+ * The common case, by lines (yaml-fast.ts, about 60% of js-yaml's instructions for a 10,000-workload
+ * file): a file of documents that are each one record in the plainest YAML. Anything
+ * else (anchors, multi-line scalars, lists, list responses, a syntax error) returns false and goes to
+ * js-yaml, which reports every problem with its line.
  */
-function parseYamlFast(text: string, source: string, records: SourcedRecord[]): boolean {
-  if (ANCHOR_OR_ALIAS.test(text)) return false;
+function parsePlain(text: string, source: string, records: SourcedRecord[]): boolean {
   const plain = readPlainYaml(text);
-  if (plain !== undefined && !plain.docs.some((doc) => Array.isArray(doc.items))) {
-    plain.docs.forEach((doc, i) => records.push({ record: doc as RawRecord, source, line: plain.lines[i]! }));
-    return true;
-  }
-  let docs: unknown[];
-  try {
-    docs = jsyaml.loadAll(text, undefined, { schema: FAST_CORE_SCHEMA });
-  } catch {
-    return false;
-  }
-  const starts = documentStartLines(text);
-  if (docs.length !== starts.length) return false;
-  for (const doc of docs) {
-    if (!isObject(doc) || Array.isArray(doc) || Array.isArray(doc.items)) return false;
-  }
-  docs.forEach((doc, i) => records.push({ record: doc as RawRecord, source, line: starts[i]! }));
+  if (plain === undefined || plain.docs.some((doc) => Array.isArray(doc.items))) return false;
+  plain.docs.forEach((doc, i) => records.push({ record: doc as RawRecord, source, line: plain.lines[i]! }));
   return true;
 }
 
@@ -180,15 +120,9 @@ export function parseRecords(text: string, source: string, format: 'json' | 'yam
   const errors: string[] = [];
   if (format === 'json') {
     if (body.trim() === '') return { records, errors };
-    parseJson(body, { source, records, errors, lineOf: () => undefined });
-  } else {
-    if (parseYamlFast(body, source, records)) return owned(records, errors);
-    const counter = new (yamlLib().LineCounter)();
-    const lineOf = (node: unknown): number | undefined => {
-      const range = (node as { range?: [number, number, number] } | undefined)?.range;
-      return range ? counter.linePos(range[0]).line : undefined;
-    };
-    parseYaml(body, { source, records, errors, lineOf }, counter);
+    parseJson(body, { source, records, errors, lines: undefined });
+  } else if (!parsePlain(body, source, records)) {
+    parseYaml(body, source, records, errors);
   }
   return owned(records, errors);
 }

@@ -1,8 +1,8 @@
 /**
- * Lines for findings, looked up only once there are findings to show: the fast YAML path
+ * Lines for findings, looked up only once there are findings to show: the quick YAML path
  * (load.ts, yaml-fast.ts) keeps no positions and JSON.parse has none, so the files that hold a
- * record with a finding are read again and parsed with the `yaml` library's positions (JSON is
- * YAML), and each finding gets the line of the deepest part of its path that the file has: the key
+ * record with a finding are read again and parsed with the lines of their values (src/yaml.ts; JSON
+ * is YAML), and each finding gets the line of the deepest part of its path that the file has: the key
  * of `spec.containers[0].ports[0].number`, or of `spec.containers[0]` when `name` is missing there.
  * A file's records are matched to its nodes in reading order (load.ts's `collect` order) and checked
  * by kind and name; a file that cannot be read again, no longer parses, or changed meanwhile keeps
@@ -10,8 +10,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { Document, LineCounter, Node } from 'yaml';
-import { yamlLib } from '../yaml-lib.js';
+import jsyaml from 'js-yaml';
+import { readYaml, type YamlDocument, type YamlLines } from '../yaml.js';
 import { findingText, INLINE, type Finding } from './findings.js';
 import type { SourcedRecord } from './records.js';
 
@@ -38,80 +38,68 @@ export function parsePath(path: string): PathStep[] {
   return steps;
 }
 
-/** The 1-based line of an offset in the parsed text. */
-export type LineAt = (offset: number) => number;
-
-/** `LineAt` of a `LineCounter` that counted a text starting at line `first`. */
-export function linesOf(counter: LineCounter, first = 1): LineAt {
-  return (offset) => counter.linePos(offset).line + first - 1;
+/** The lines of a parse of a file, or of a part of it that starts at line `first`. */
+export interface LinesIn {
+  readonly lines: YamlLines;
+  readonly first: number;
 }
 
-function lineOf(node: { range?: readonly number[] | null } | null | undefined, lineAt: LineAt): number | undefined {
-  const start = node?.range?.[0];
-  return start === undefined ? undefined : lineAt(start);
-}
-
-/** The line of the deepest node along `steps` from `node` (a member's key line for members). */
-export function lineAlong(node: unknown, steps: readonly PathStep[], lineAt: LineAt): number | undefined {
-  const Y = yamlLib();
-  let line = lineOf(node as Node, lineAt);
-  let at: unknown = node;
+/** The line of the deepest value along `steps` from `value` (a member's key line for members). */
+export function lineAlong(value: unknown, steps: readonly PathStep[], at: LinesIn): number | undefined {
+  const { lines, first } = at;
+  let line = lines.of(value);
+  let here: unknown = value;
   for (const step of steps) {
     if (typeof step === 'number') {
-      if (!Y.isSeq(at)) break;
-      const next: unknown = at.items[step];
-      if (!Y.isNode(next)) break;
-      line = lineOf(next, lineAt) ?? line;
-      at = next;
+      if (!Array.isArray(here) || step >= here.length) break;
+      line = lines.item(here, step) ?? line;
+      here = here[step];
     } else {
-      if (!Y.isMap(at)) break;
-      const pair = at.items.find((p) => (Y.isScalar(p.key) ? String(p.key.value) : p.key) === step);
-      if (pair === undefined) break;
-      line = lineOf(pair.key as Node, lineAt) ?? line;
-      at = pair.value;
+      if (!isMap(here) || !Object.hasOwn(here, step)) break;
+      line = lines.key(here, step) ?? line;
+      here = here[step];
     }
   }
-  return line;
+  return line === undefined ? undefined : line + first - 1;
+}
+
+function isMap(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A document of only comments, or the empty one after a trailing `---`. */
-function isEmpty(doc: Document.Parsed): boolean {
-  return doc.contents === null || (yamlLib().isScalar(doc.contents) && doc.contents.value === null);
+function isEmpty(doc: YamlDocument): boolean {
+  return doc.value === null || doc.value === undefined;
 }
 
-/** The record nodes of a parsed file, in the order load.ts collects records. */
-function recordNodes(docs: readonly Document.Parsed[]): unknown[] {
-  const Y = yamlLib();
+/** The record values of a parsed file, in the order load.ts collects records. */
+function recordValues(docs: readonly YamlDocument[]): unknown[] {
   const out: unknown[] = [];
-  const visit = (node: unknown): void => {
-    if (Y.isSeq(node)) {
-      for (const item of node.items) visit(item);
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
       return;
     }
-    if (!Y.isMap(node)) {
+    if (!isMap(value)) {
       out.push(undefined); // not a record: load.ts reported it, and the load stopped before validation
       return;
     }
-    const items = node.get('items', true);
-    if (Y.isSeq(items) && !node.has('name')) return visit(items);
-    out.push(node);
+    if (Array.isArray(value.items) && !Object.hasOwn(value, 'name')) return visit(value.items);
+    out.push(value);
   };
-  for (const doc of docs) if (!isEmpty(doc)) visit(doc.contents);
+  for (const doc of docs) if (!isEmpty(doc)) visit(doc.value);
   return out;
 }
 
-function scalarAt(node: unknown, key: string): unknown {
-  const Y = yamlLib();
-  return Y.isMap(node) ? node.get(key) : undefined;
+function scalarAt(value: unknown, key: string): unknown {
+  return isMap(value) ? value[key] : undefined;
 }
 
-function parseText(text: string, json: boolean): { docs: Document.Parsed[]; counter: LineCounter } | undefined {
-  const Y = yamlLib();
-  const counter = new Y.LineCounter();
-  // JSON is YAML; `.json` files are read as JSON by load.ts, and as YAML here only for positions.
-  const docs = Y.parseAllDocuments(text, { lineCounter: counter, uniqueKeys: false, logLevel: 'silent', ...(json ? { schema: 'json' as const } : {}) });
-  if (!Array.isArray(docs) || docs.some((d) => d.errors.length > 0)) return undefined;
-  return { docs, counter };
+function parseText(text: string, json: boolean): { docs: readonly YamlDocument[]; lines: YamlLines } | undefined {
+  // JSON is YAML; `.json` files are read as JSON by load.ts, and as YAML here only for lines (a
+  // repeated key then wins, as in JSON.parse).
+  const read = readYaml(text, json ? { schema: jsyaml.JSON_SCHEMA, json: true } : {});
+  return read.ok ? { docs: read.docs, lines: read.lines } : undefined;
 }
 
 /** Offsets where each line of `text` starts (index 0 is line 1). */
@@ -123,33 +111,33 @@ function lineStarts(text: string): number[] {
 
 /** A file read again: its text, and its full parse when a record could not be found alone. */
 class FileAgain {
-  private full: { nodes: unknown[]; lineAt: LineAt } | undefined | null = null;
+  private full: { values: unknown[]; at: LinesIn } | undefined | null = null;
   private starts: number[] | undefined;
   constructor(readonly text: string, private readonly json: boolean, private readonly count: number) {}
 
   /**
-   * The node of the record at `index` among the file's records. A record read by the fast path
+   * The value of the record at `index` among the file's records. A record read by the quick path
    * knows the line its document starts on: the text from there to the next record's line is parsed
    * alone (a 10,000-workload file is not parsed whole for one error); anything else is found in the
    * whole file's parse.
    */
-  node(index: number, line: number | undefined, nextLine: number | undefined): { node: unknown; lineAt: LineAt } | undefined {
+  value(index: number, line: number | undefined, nextLine: number | undefined): { value: unknown; at: LinesIn } | undefined {
     if (line !== undefined && !this.json) {
       this.starts ??= lineStarts(this.text);
       const from = this.starts[line - 1];
       const to = nextLine === undefined ? this.text.length : this.starts[nextLine - 1];
       const part = from === undefined || to === undefined ? undefined : parseText(this.text.slice(from, to), false);
       const docs = part?.docs.filter((d) => !isEmpty(d)) ?? [];
-      if (part !== undefined && docs.length === 1 && yamlLib().isMap(docs[0]!.contents)) {
-        return { node: docs[0]!.contents, lineAt: linesOf(part.counter, line) };
+      if (part !== undefined && docs.length === 1 && isMap(docs[0]!.value)) {
+        return { value: docs[0]!.value, at: { lines: part.lines, first: line } };
       }
     }
     if (this.full === null) {
       const whole = parseText(this.text, this.json);
-      const nodes = whole === undefined ? [] : recordNodes(whole.docs);
-      this.full = whole !== undefined && nodes.length === this.count ? { nodes, lineAt: linesOf(whole.counter) } : undefined;
+      const values = whole === undefined ? [] : recordValues(whole.docs);
+      this.full = whole !== undefined && values.length === this.count ? { values, at: { lines: whole.lines, first: 1 } } : undefined;
     }
-    return this.full === undefined ? undefined : { node: this.full.nodes[index], lineAt: this.full.lineAt };
+    return this.full === undefined ? undefined : { value: this.full.values[index], at: this.full.at };
   }
 }
 
@@ -185,20 +173,20 @@ export async function locateFindings(findings: readonly Finding[], records: read
     if (text?.startsWith('\uFEFF')) text = text.slice(1);
     again.set(file, text === undefined ? undefined : new FileAgain(text, extname(file).toLowerCase() === '.json', counts.get(file) ?? 0));
   }
-  const found = new Map<SourcedRecord, { node: unknown; lineAt: LineAt } | undefined>();
+  const found = new Map<SourcedRecord, { value: unknown; at: LinesIn } | undefined>();
   return findings.map((f) => {
     const record = f.record;
     const at = record === undefined ? undefined : place.get(record);
     const file = record === undefined ? undefined : again.get(record.source);
     if (record === undefined || at === undefined || file === undefined) return findingText(f);
-    if (!found.has(record)) found.set(record, file.node(at.index, record.line, at.nextLine));
+    if (!found.has(record)) found.set(record, file.value(at.index, record.line, at.nextLine));
     const hit = found.get(record);
     // The same record still? (A file rewritten between the load and now is not trusted.)
     // (Items of a list response may take their kind from the list: a node without one is not compared.)
-    const kind = scalarAt(hit?.node, 'kind');
-    if (hit === undefined || hit.node === undefined || scalarAt(hit.node, 'name') !== record.record.name || (kind !== undefined && kind !== record.record.kind)) {
+    const kind = scalarAt(hit?.value, 'kind');
+    if (hit === undefined || hit.value === undefined || scalarAt(hit.value, 'name') !== record.record.name || (kind !== undefined && kind !== record.record.kind)) {
       return findingText(f);
     }
-    return findingText(f, lineAlong(hit.node, parsePath(f.at), hit.lineAt) ?? record.line);
+    return findingText(f, lineAlong(hit.value, parsePath(f.at), hit.at) ?? record.line);
   });
 }

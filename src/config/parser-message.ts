@@ -1,30 +1,28 @@
 /**
  * A YAML or JSON parser's error message without the text of the file it quotes. Syntax errors are
  * printed by `svcproxy validate`, logged on a rejected reload and kept for the admin `/config`, and
- * the file may hold secrets (an unquoted `payload: *abc` is read as an alias, and the `yaml`
- * library's message names it; V8's JSON messages quote the text around the error). The line (and
- * for JSON the column) says where the error is, so the quoted text adds nothing a reader needs.
- * Messages that quote nothing pass unchanged. Pure; never throws. Tested by mutating files that hold
+ * the file may hold secrets (an unquoted `payload: *abc` is read as an alias, and js-yaml's reason
+ * names it, its message quotes the lines around the error; V8's JSON messages quote the text around
+ * the error). The line (and for JSON the column) says where the error is, so the quoted text adds
+ * nothing a reader needs. Messages that quote nothing pass unchanged. Pure; never throws. Tested by mutating files that hold
  * marker strings (test/security/secrets.test.ts), so a library upgrade with a new quoting message
  * is caught there.
  */
 
-/** The `yaml` library's messages that end in, or embed, text of the file. */
+/** js-yaml's reasons that embed text of the file (an alias's or a tag's name), and what replaces them. */
 const YAML_QUOTING: readonly (readonly [RegExp, string])[] = [
-  // Before the next: its text comes before a quoted copy of it (`Not a YAML token: <text>: "<text>"`).
-  [/^Not a YAML token: .*$/s, 'Not a YAML token'],
-  // A token the lexer could not place: `Unexpected scalar token in YAML stream: "<its text>"`.
-  [/^(.*?): ".*$/s, '$1'],
-  [/^(Unresolved alias \(the anchor must be set before the alias\)|Not a valid tag|Could not resolve tag|Unresolved tag|Block scalar header includes extra characters|Ordered maps must not include duplicate keys|Expected a flow scalar value, but found): .*$/s, '$1'],
-  [/^(Unsupported YAML version|Unknown directive|Plain value cannot start with|Invalid escape sequence|Unresolved plain scalar) .*$/s, '$1'],
-  [/^Verbatim tags aren't resolved, so .* is invalid\.$/s, "Verbatim tags aren't resolved"],
-  [/^The .* tag has no suffix$/s, 'A tag has no suffix'],
-  [/^.* used for .* collection, but expects .*$/s, 'A tag is used for the wrong kind of node'],
+  [/^(unidentified alias|undeclared tag handle) ".*"$/s, '$1'],
+  [/^there is a previously declared suffix for ".*" tag handle$/s, 'there is a previously declared suffix for that tag handle'],
+  [/^unknown tag !<.*$/s, 'unknown tag'],
+  [/^cannot resolve a node with !<.*> explicit tag$/s, 'cannot resolve a node with its explicit tag'],
+  [/^unacceptable node kind for !<.*$/s, 'unacceptable node kind for its tag'],
+  [/^(tag name cannot contain such characters|tag name is malformed|tag prefix is malformed): .*$/s, '$1'],
 ];
 
-export function yamlMessage(message: string): string {
-  for (const [re, replacement] of YAML_QUOTING) if (re.test(message)) return message.replace(re, replacement);
-  return message;
+/** js-yaml's reason for a syntax error (its `reason`, without the excerpt of `message`), without text of the file. */
+export function jsYamlMessage(reason: string): string {
+  for (const [re, replacement] of YAML_QUOTING) if (re.test(reason)) return reason.replace(re, replacement);
+  return reason;
 }
 
 /**

@@ -10,14 +10,14 @@
  * every error. Never throws for bad input; the caller writes the lines.
  */
 import { readFile } from 'node:fs/promises';
-import type { LineCounter } from 'yaml';
+import jsyaml from 'js-yaml';
 import { rulesFrom } from '../ratelimit/service/rules.js';
-import { yamlLib } from '../yaml-lib.js';
+import { readYaml, type YamlLines } from '../yaml.js';
 import { asApplied } from './applied.js';
 import { validateConverted } from './convert.js';
 import { compile } from './compile.js';
 import { filesOf, parseRecords, reason } from './load.js';
-import { lineAlong, linesOf, locateFindings, parsePath, type ReadText } from './locate.js';
+import { lineAlong, locateFindings, parsePath, type ReadText } from './locate.js';
 import type { Settings } from './model.js';
 import { PLATFORM_KINDS, type SourcedRecord } from './records.js';
 import { checkSettings } from './snapshot.js';
@@ -40,13 +40,13 @@ function countsText(counts: ReadonlyMap<string, number>, order: readonly string[
 }
 
 /** `FILE: domain.descriptors[0].key: message` → `FILE:LINE: domain...` (the rules loader's lines name no line). */
-function rulesLine(error: string, file: string, root: unknown, counter: LineCounter): string {
+function rulesLine(error: string, file: string, root: unknown, lines: YamlLines): string {
   const head = `${file}: `;
   if (!error.startsWith(`${head}domain`)) return error; // syntax errors already carry theirs
   const rest = error.slice(head.length);
   const steps = parsePath(rest.slice(0, rest.indexOf(': ')));
   // The path starts at the document, called `domain`; `domain` alone is also the member of that name.
-  const line = lineAlong(root, steps.length === 1 ? steps : steps.slice(1), linesOf(counter));
+  const line = lineAlong(root, steps.length === 1 ? steps : steps.slice(1), { lines, first: 1 });
   return line === undefined ? error : `${file}:${line}: ${rest}`;
 }
 
@@ -54,14 +54,13 @@ function checkRules(sources: readonly { file: string; source: string }[]): { err
   if (sources.length === 0) return { errors: [], domains: [] };
   const result = rulesFrom(sources);
   if (result.ok) return { errors: [], domains: [...result.rules.domains.keys()] };
-  const Y = yamlLib();
   const errors = result.errors.map((error) => {
     const source = sources.find((s) => error.startsWith(`${s.file}: `));
     if (source === undefined) return error;
-    const counter = new Y.LineCounter();
-    const docs = Y.parseAllDocuments(source.source, { schema: 'failsafe', lineCounter: counter, logLevel: 'silent' });
-    const root = Array.isArray(docs) ? docs.find((d) => d.contents !== null)?.contents : undefined;
-    return rulesLine(error, source.file, root, counter);
+    const read = readYaml(source.source, { schema: jsyaml.FAILSAFE_SCHEMA });
+    if (!read.ok) return error;
+    const root = read.docs.find((d) => d.value !== null && d.value !== undefined)?.value;
+    return rulesLine(error, source.file, root, read.lines);
   });
   return { errors, domains: [] };
 }

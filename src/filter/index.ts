@@ -5,6 +5,6 @@
  * proxy/, which implements it: nothing here imports proxy/ or roles/.
  */
 export { hasBody, SharedResources, type ExchangeView, type Filter, type FilterContext, type FilterFactory, type FilterResult } from './contract.js';
-export { ERRORS, type ErrorCode, type LocalReply } from './reply.js';
+export { ERRORS, errorBody, type ErrorCode, type LocalReply } from './reply.js';
 export { strippedAtEdge, vendorHeaders, type HeaderAction, type HeaderOp, type VendorHeaders } from './headers.js';
 export { BODY_CUT, bodyCut } from './body-cut.js';

@@ -1,8 +1,8 @@
 /**
  * The answers the proxy makes itself (DESIGN §6), as filters and the proxy name them: a stable code
  * that maps to an HTTP status, a message and a gRPC status, in this one table, and the `LocalReply` a
- * filter (or the proxy) answers a request with. proxy/errors.ts writes a reply to the wire; a filter
- * only returns one. Data only; nothing here fails.
+ * filter (or the proxy) answers a request with, and the body every such answer carries (`errorBody`).
+ * proxy/errors.ts writes a reply to the wire; a filter only returns one. Nothing here fails.
  */
 import type { OutgoingHttpHeaders } from 'node:http2';
 
@@ -44,4 +44,9 @@ export interface LocalReply {
   /** A body given verbatim (an authorization server's denial body); the JSON shape otherwise. */
   body?: string | Buffer;
   details?: Record<string, unknown>;
+}
+
+/** The body of an answer the proxy makes itself: the platform's error shape `{status, message, code, details, id}`. */
+export function errorBody(status: number, message: string, code: string, id: string, details?: Record<string, unknown>): string {
+  return JSON.stringify({ status, message, code, details: details ?? {}, id });
 }

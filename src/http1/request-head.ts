@@ -5,7 +5,7 @@
  * before a byte is written, so nothing a filter or a client put in a header can split the request.
  */
 import type { OutgoingHttpHeaders } from 'node:http';
-import { BAD_VALUE, TOKEN, contentLengthValue } from './response-parser.js';
+import { BAD_VALUE, TOKEN, contentLengthValue } from './fields.js';
 
 export class UpstreamRequestError extends Error {
   override name = 'UpstreamRequestError';

@@ -12,7 +12,7 @@
  * then answers exactly as it always does, errors included. So this reader never decides a request
  * is bad; it only decides a request is ordinary.
  */
-import { fieldName } from './response-parser.js';
+import { fieldName } from './fields.js';
 
 /** A request head the quick path serves. */
 export interface PlainRequestHead {

@@ -7,6 +7,7 @@
  * Fails (rejects) when the host cannot be bound at all, e.g. no loopback interface.
  */
 import { createServer, type Server } from 'node:net';
+import type { HostPort } from '../routing/replicas.js';
 
 export const LOOPBACK = '127.0.0.1';
 
@@ -45,4 +46,43 @@ export async function allocatePorts(count: number, host: string = LOOPBACK): Pro
 export async function allocatePort(host: string = LOOPBACK): Promise<number> {
   const [port] = await allocatePorts(1, host);
   return port!;
+}
+
+/** A replica's ports laid out over its containers (`layPorts`). */
+export interface PortLayout {
+  /** Per container (in order): its own port for each number it declares. */
+  readonly own: readonly ReadonlyMap<number, number>[];
+  /** The replica's ports, what the proxy dials: per declared number, the first container declaring it. */
+  readonly ports: Map<number, HostPort>;
+  /** A container of the replica by name: its own port for that declared number. */
+  sibling(container: string, port: number): HostPort | undefined;
+}
+
+/**
+ * Hands `ports` (allocated, one per declared port of every container, in order) to the containers:
+ * every container gets its own port per declared number; the replica's map takes the first container
+ * that declares a number.
+ */
+export function layPorts(containers: readonly { readonly name: string; readonly ports: readonly { readonly number: number }[] }[], ports: readonly number[], host: string): PortLayout {
+  const own: Map<number, number>[] = [];
+  const replicaPorts = new Map<number, HostPort>();
+  let next = 0;
+  for (const container of containers) {
+    const mine = new Map<number, number>();
+    for (const port of container.ports) {
+      const actual = ports[next++]!;
+      mine.set(port.number, actual);
+      if (!replicaPorts.has(port.number)) replicaPorts.set(port.number, { host, port: actual });
+    }
+    own.push(mine);
+  }
+  return {
+    own,
+    ports: replicaPorts,
+    sibling: (name, port) => {
+      const i = containers.findIndex((c) => c.name === name);
+      const actual = i < 0 ? undefined : own[i]!.get(port);
+      return actual === undefined ? undefined : { host, port: actual };
+    },
+  };
 }

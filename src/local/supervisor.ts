@@ -16,7 +16,7 @@ import type { HostPort, Replica, ReplicaRegistry } from '../routing/replicas.js'
 import { buildReplicaEnv, localToken, workloadNamespace } from './env.js';
 import { planReplicas, type DesiredReplicas, type ReplicaPlan } from './plan.js';
 import { rolloutLimits, rolloutStep } from './rollout.js';
-import { allocatePorts, LOOPBACK } from './ports.js';
+import { allocatePorts, layPorts, LOOPBACK } from './ports.js';
 import { startProbing, type AddressOf } from './probe.js';
 import { ContainerProcess, DEFAULT_BACKOFF, type BackoffOptions } from './process.js';
 
@@ -277,29 +277,9 @@ export class Supervisor {
   private async launch(plan: ReplicaPlan): Promise<RunningReplica> {
     const { workload, location } = plan;
     const ports = await this.freePorts(plan.containers.reduce((n, c) => n + c.ports.length, 0));
-    // Every container gets its own port per declared number; the replica's map (what the proxy
-    // dials) takes the first container that declares a number.
-    const own: Map<number, number>[] = [];
-    const replicaPorts = new Map<number, HostPort>();
-    let next = 0;
-    for (const container of plan.containers) {
-      const mine = new Map<number, number>();
-      for (const port of container.ports) {
-        const actual = ports[next++]!;
-        mine.set(port.number, actual);
-        if (!replicaPorts.has(port.number)) replicaPorts.set(port.number, { host: this.host, port: actual });
-      }
-      own.push(mine);
-    }
-    const mesh = await this.options.mesh?.attach(plan, {
-      ports: replicaPorts,
-      // A container of this replica by name: its own port for that declared number.
-      sibling: (name, port) => {
-        const i = plan.containers.findIndex((c) => c.name === name);
-        const actual = i < 0 ? undefined : own[i]!.get(port);
-        return actual === undefined ? undefined : { host: this.host, port: actual };
-      },
-    });
+    const layout = layPorts(plan.containers, ports, this.host);
+    const { own, ports: replicaPorts } = layout;
+    const mesh = await this.options.mesh?.attach(plan, layout);
     const replica: Replica = {
       workload: workload.key,
       location: location.name,

@@ -1,15 +1,20 @@
 /**
- * What a data plane is built with (DataPlaneOptions) and who a standalone sidecar is
- * (SidecarIdentity): the types the data plane and the tunnels it hands upgrades to both read, in a
- * module of their own so that neither imports the other for them. Types only; nothing here runs.
+ * What a data plane is built with (DataPlaneOptions), what each stage of its pipeline reads of it
+ * (Plane), and who a standalone sidecar is (SidecarIdentity): the types the data plane, its stages
+ * and the tunnels it hands upgrades to all read, in a module of their own so that none imports
+ * another for them. Types only; nothing here runs.
  */
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
-import type { HostPort, ReplicaRegistry } from '../routing/index.js';
-import type { RequestTelemetry } from './telemetry.js';
-import type { FilterFactories } from './routes.js';
+import type { PortModel } from '../config/model.js';
+import type { HostPort, Replica, ReplicaRegistry } from '../routing/index.js';
+import type { RequestTelemetry } from '../observe/index.js';
+import type { FilterFactories, RouteTable } from './routes.js';
 import type { OverloadGuard } from './overload.js';
+import type { ExchangeObserver, Exchange } from './exchange.js';
+import type { Hop } from './mesh-peer.js';
 
 export interface DataPlaneOptions {
   readonly replicas: ReplicaRegistry;
@@ -31,7 +36,7 @@ export interface DataPlaneOptions {
   readonly sidecarOf?: string;
   /**
    * Requests one workload may have waiting for a starting replica (DESIGN §10); past it, 503
-   * `overloaded`. Default `MAX_HELD_PER_WORKLOAD`.
+   * `overloaded`. Default `MAX_HELD_PER_WORKLOAD` (activator.ts).
    */
   readonly maxHeldPerWorkload?: number;
   /**
@@ -49,4 +54,24 @@ export interface SidecarIdentity {
   readonly replica: string;
   /** The app container, `host:port`. */
   readonly app: HostPort;
+}
+
+/**
+ * The data plane as its stages see it (src/proxy/dataplane.ts is the one): its options, the table of
+ * the configuration in force (a request keeps the one it was routed with; what is read afresh says
+ * so), the org of the mesh identities, and the observer every exchange reports to.
+ */
+export interface Plane extends ExchangeObserver {
+  readonly opts: DataPlaneOptions;
+  readonly table: RouteTable;
+  /** The org whose trust domain the mesh identities are in. */
+  readonly org: string;
+  /** For `svc/publishNotReadyAddresses`: a location counts when it has any replica, ready or not. */
+  readonly anyReplica: Pick<ReplicaRegistry, 'hasReady'>;
+  /** Requests started and not finished yet (draining waits for none). */
+  inFlight: number;
+  /** The debug headers of a request that asked for them; `undefined` for every other. */
+  debugHeaders(ex: Exchange): OutgoingHttpHeaders | undefined;
+  /** How a request reaches `replica` on `port` (see Hop), under the table in force; `internal`: for an internal name. */
+  hopOf(ex: Exchange, replica: Replica, port: PortModel | undefined, internal: boolean): Hop;
 }

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, OutgoingHttpHeaders } from 'node:http2';
 import { grpcMessage } from '../grpc/message.js';
-import { ERRORS, type LocalReply } from '../filter/index.js';
+import { ERRORS, errorBody, type LocalReply } from '../filter/index.js';
 
 export type DownstreamRequest = IncomingMessage | Http2ServerRequest;
 export type DownstreamResponse = ServerResponse | Http2ServerResponse;
@@ -27,10 +27,6 @@ export function grpcStatusForHttp(status: number): number {
 export function isGrpcRequest(req: DownstreamRequest): boolean {
   const ct = req.headers['content-type'];
   return typeof ct === 'string' && ct.startsWith('application/grpc');
-}
-
-export function errorBody(status: number, message: string, code: string, id: string, details?: Record<string, unknown>): string {
-  return JSON.stringify({ status, message, code, details: details ?? {}, id });
 }
 
 /** What a local reply wrote: its status (0 when nothing could be sent) and its body's bytes. */

@@ -12,6 +12,7 @@ import type { Clock, Timer } from '../deps.js';
 import { type DownstreamRequest, type DownstreamResponse, sendLocalReply, destroyResponse } from './errors.js';
 import { applyHeaderOps } from './headers.js';
 import type { ExchangeView, HeaderOp, LocalReply } from '../filter/index.js';
+import type { ExchangeInfo } from '../observe/index.js';
 import type { Tunnel } from './tunnel.js';
 import type { OutboundCaller } from './mesh-peer.js';
 import type { MeshPeer } from '../mesh/index.js';
@@ -42,7 +43,8 @@ export interface ExchangeObserver {
   debugHeaders?(exchange: Exchange): OutgoingHttpHeaders | undefined;
 }
 
-export class Exchange implements ExchangeView {
+/** Filters see it as ExchangeView (../filter/), observers as ExchangeInfo (../observe/). */
+export class Exchange implements ExchangeView, ExchangeInfo {
   workload: WorkloadModel | undefined = undefined;
   location: string | undefined = undefined;
   replica: Replica | undefined = undefined;

@@ -8,7 +8,7 @@
  */
 import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
-import { buildHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostTarget, type ReplicaRegistry } from '../routing/index.js';
+import { buildHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import { isIgnored } from '../config/compile-workload.js';
 import type { Hop, OutboundCaller } from './mesh-peer.js';
 import { buildChain, type Chain } from './filters.js';
@@ -69,6 +69,23 @@ export function findPort(workload: WorkloadModel, number: number | undefined): P
 /** The config layer already resolved `ports[].protocol` over the deprecated `svc/protocol` tag. */
 export function protocolOf(port: PortModel | undefined): Protocol {
   return port ? port.protocol : 'http';
+}
+
+/** The app's address in `replica` for `port`; without a port, its first. */
+export function appAddress(replica: Replica, port: PortModel | undefined): HostPort | undefined {
+  if (port) return replica.ports.get(port.number);
+  for (const address of replica.ports.values()) return address;
+  return undefined;
+}
+
+/** Measured latency when a data plane has none to offer (geo routing then reads `location.status`). */
+export function noLatency(): undefined {
+  return undefined;
+}
+
+/** An internal name (a workload's, or one replica's): the mesh carries it, and the target's internal firewall judges the caller. */
+export function isInternal(target: HostTarget | undefined): target is Extract<HostTarget, { kind: 'internal' | 'internal-replica' }> {
+  return target?.kind === 'internal' || target?.kind === 'internal-replica';
 }
 
 /** Where one request goes after routing. */

@@ -27,15 +27,11 @@
  */
 import type { DownstreamRequest } from './errors.js';
 import { ERRORS } from '../filter/index.js';
+import { overHttp2 } from '../listener/index.js';
 
 export interface RequestProblem {
   readonly status: 400 | 501 | 505;
   readonly reason: string;
-}
-
-/** The request came on an HTTP/2 stream (whatever version an HTTP/1 request line may claim). */
-export function overHttp2(req: DownstreamRequest): boolean {
-  return (req as { stream?: unknown }).stream !== undefined;
 }
 
 /** The local answer (errors.ts) for a problem: its code, and the code's message with the reason. */

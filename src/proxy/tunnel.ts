@@ -12,7 +12,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { HostPort } from '../routing/replicas.js';
-import { errorBody } from './errors.js';
+import { errorBody } from '../filter/index.js';
 
 export type TunnelKind = 'websocket' | 'connect';
 

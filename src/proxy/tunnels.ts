@@ -18,13 +18,13 @@ import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import https from 'node:https';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import type { PortModel, WorkloadModel } from '../config/model.js';
+import type { PortModel } from '../config/model.js';
 import type { MeshCaller } from '../firewall/internal.js';
 import { workloadUri } from '../mesh/index.js';
 import { internalFirewall } from '../firewall/internal.js';
 import { externalFirewall } from '../firewall/external.js';
-import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
-import type { DataPlaneOptions, SidecarIdentity } from './dataplane-options.js';
+import { chooseLocation, geoCandidates, pickReplica, resolveHost, routeTo, whenFirstChecked, type HostPort } from '../routing/index.js';
+import type { DataPlaneOptions, Plane, SidecarIdentity } from './dataplane-options.js';
 import { Exchange, type ExchangeObserver } from './exchange.js';
 import { EMPTY_CHAIN } from './filters.js';
 import { failureKind } from './forward.js';
@@ -32,47 +32,17 @@ import { applyHeaderOps, clientAddress, upstreamHeaders } from './headers.js';
 import { ERRORS, strippedAtEdge, type ErrorCode } from '../filter/index.js';
 import { MAX_URL_LENGTH, normalizePath, routingAuthority, type NormalizedPath } from './path.js';
 import { newRequestId, validRequestId } from './request-id.js';
-import { protocolOf, type RouteTable } from './routes.js';
+import { appAddress, isInternal, noLatency, protocolOf, routeTarget, type RequestPath } from './routes.js';
+import type { Observation } from './observation.js';
 import { problemReply, requestProblem } from './sanitize.js';
 import { headerBytes, openTcpTunnel, rejectUpgrade, relayConnect, Tunnel, type TunnelKind } from './tunnel.js';
 import { filterUpgrade } from './upgrade-filters.js';
-import { sanitizeSet, type Hop, type MeshAdmission, type MeshInbound } from './mesh-peer.js';
+import { sanitizeSet, type MeshAdmission, type MeshInbound } from './mesh-peer.js';
 import { proxyWebSocket } from './websocket.js';
-
-/** What routing reads of a request. */
-export interface RoutingPath {
-  readonly path: string;
-  readonly query: string;
-  readonly pathWithQuery: string;
-}
-
-/** The routing decision the data plane makes for a host and path. */
-export interface TunnelRoute {
-  readonly workload: WorkloadModel;
-  readonly port: PortModel | undefined;
-  readonly upstreamPath: string;
-  readonly fixedLocation?: string;
-  readonly fixedReplica?: number;
-  readonly includeNotReady: boolean;
-}
-
-/** The data plane's side: its current table, its routing, and the bookkeeping of a finished exchange. */
-export interface TunnelContext {
-  table(): RouteTable;
-  /** How the tunnel reaches the replica (the data plane's rule for requests). */
-  hop(ex: Exchange, replica: Replica, port: PortModel | undefined, internal: boolean): Hop;
-  route(table: RouteTable, target: HostTarget, at: RoutingPath): TunnelRoute | undefined;
-  /** For `publishNotReadyAddresses`: a location counts when it has any replica. */
-  readonly anyReplica: Pick<ReplicaRegistry, 'hasReady'>;
-  /** Metrics, access-log line and telemetry of a finished exchange. */
-  record(ex: Exchange): void;
-  /** The org whose trust domain the mesh identities are in. */
-  org(): string;
-}
 
 /** A CONNECT has no path (Envoy's `:path` is absent); domain routes are chosen as for `/`. */
 const CONNECT_PATH: NormalizedPath = { ok: true, path: '', query: '' };
-const CONNECT_ROUTING: RoutingPath = { path: '/', query: '', pathWithQuery: '/' };
+const CONNECT_ROUTING: RequestPath = { path: '/', query: '', pathWithQuery: '/' };
 
 interface Picked {
   readonly address: HostPort;
@@ -87,10 +57,13 @@ interface Picked {
 type ListenerKind = Exchange['listenerKind'];
 
 export class Tunnels {
+  private readonly opts: DataPlaneOptions;
+  /** Tunnels are not requests in flight: a finished one is only recorded. */
   private readonly observer: ExchangeObserver;
 
-  constructor(private readonly ctx: TunnelContext, private readonly opts: DataPlaneOptions) {
-    this.observer = { onFinish: (ex) => ctx.record(ex) };
+  constructor(private readonly plane: Plane, observation: Observation) {
+    this.opts = plane.opts;
+    this.observer = { onFinish: (ex) => observation.record(ex) };
   }
 
   // ---- entry points ----------------------------------------------------------------------------
@@ -102,7 +75,7 @@ export class Tunnels {
     this.pick(ex, socket, listener, caller, (picked) => {
       req.url = picked.path;
       req.headers['x-request-id'] = ex.requestId;
-      const strip = this.ctx.table().headers.strip;
+      const strip = this.plane.table.headers.strip;
       for (const name of Object.keys(req.headers)) {
         if (strippedAtEdge(name, strip)) delete req.headers[name];
       }
@@ -159,7 +132,7 @@ export class Tunnels {
 
   private asMeshTarget(ex: Exchange, admitted: MeshAdmission, identity: MeshInbound): void {
     ex.location = identity.location;
-    const trusted = (this.ctx.table().snapshot.gvcs.get(admitted.workload.gvc)?.trustedProxies ?? 0) + 1;
+    const trusted = (this.plane.table.snapshot.gvcs.get(admitted.workload.gvc)?.trustedProxies ?? 0) + 1;
     ex.clientAddress = clientAddress(ex.peer, ex.req.headers['x-forwarded-for'], trusted);
     // A client-sent value never reaches the filters or the app; the caller's is set from its verified certificate.
     sanitizeSet(ex.req, admitted.xfcc);
@@ -223,7 +196,7 @@ export class Tunnels {
 
   /** Run the workload's sidecar filters (unless the replica's own sidecar does), then `go`. */
   private filtered(ex: Exchange, socket: Duplex, viaSidecar: boolean, go: () => void): void {
-    const chain = viaSidecar ? EMPTY_CHAIN : this.ctx.table().sidecarChains.get(ex.workload!.key) ?? EMPTY_CHAIN;
+    const chain = viaSidecar ? EMPTY_CHAIN : this.plane.table.sidecarChains.get(ex.workload!.key) ?? EMPTY_CHAIN;
     if (chain.length === 0) return go();
     void filterUpgrade(chain, ex, socket).then((ok) => ok && !ex.isFinished && go());
   }
@@ -233,14 +206,14 @@ export class Tunnels {
   /**
    * Resolve to one replica address (the exchange gets workload, location and replica) and hand it to
    * `go`, or refuse. When no replica is ready because some have not had their first readiness check
-   * yet (a router that just started), those checks run first, as for requests (DataPlane).
+   * yet (a router that just started), those checks run first, as for requests (activator.ts).
    */
   private pick(ex: Exchange, socket: Duplex, listener: 'external' | 'mesh', caller: MeshCaller | undefined, go: (picked: Picked) => void, waited = false): void {
     if (ex.isFinished) return void socket.destroy();
     if (caller) ex.meshCaller = caller;
-    const table = this.ctx.table();
+    const table = this.plane.table;
     const target = resolveHost(table.hosts, ex.host, listener, ex.listenerPort);
-    const route = target && this.ctx.route(table, target, ex.tunnel!.kind === 'connect' ? CONNECT_ROUTING : ex);
+    const route = target && routeTarget(table.snapshot, target, ex.tunnel!.kind === 'connect' ? CONNECT_ROUTING : ex);
     if (!route) return void this.refuse(ex, socket, 'NO_ROUTE');
     const { workload } = route;
     ex.workload = workload;
@@ -253,12 +226,12 @@ export class Tunnels {
     if (workload.globallySuspended) return void this.refuse(ex, socket, 'SUSPENDED');
     const { replicas, deps, latencyOf } = this.opts;
     const location = route.fixedLocation
-      ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.ctx.anyReplica : replicas, latencyOf ?? (() => undefined)));
+      ?? chooseLocation(geoCandidates(table.snapshot, workload, route.includeNotReady ? this.plane.anyReplica : replicas, latencyOf ?? noLatency));
     const list = location === undefined ? [] : replicas.list(workload.key, location);
     const replica = route.fixedReplica !== undefined
       ? list.find((r) => r.index === route.fixedReplica && (r.ready || route.includeNotReady))
       : pickReplica(list, deps.random, deps.clock.now(), route.includeNotReady ? { includeNotReady: true } : undefined);
-    const hop = replica && this.ctx.hop(ex, replica, route.port, isInternal(target));
+    const hop = replica && this.plane.hopOf(ex, replica, route.port, isInternal(target));
     const address = replica && (hop === 'mesh' ? replica.mesh : hop === 'sidecar' ? replica.sidecar : appAddress(replica, route.port));
     if (!replica || !address) {
       const checked = replica || waited ? undefined : whenFirstChecked(replicas, workload.key, deps.clock);
@@ -270,7 +243,7 @@ export class Tunnels {
     ex.replica = replica;
     routeTo(replica);
     if (hop === 'mesh') {
-      ex.destinationPrincipal = workloadUri(this.ctx.org(), workload.gvc, workload.name);
+      ex.destinationPrincipal = workloadUri(this.plane.org, workload.gvc, workload.name);
       const mesh = ex.meshCaller!.tls!.options(ex.destinationPrincipal, 'http/1.1');
       return go({ address, port: route.port, path: route.upstreamPath, viaSidecar: true, mesh });
     }
@@ -279,7 +252,7 @@ export class Tunnels {
 
   /** A standalone sidecar's identity on the exchange; false when its workload is gone (answered 404). */
   private asSidecar(ex: Exchange, socket: Duplex, identity: SidecarIdentity): boolean {
-    const table = this.ctx.table();
+    const table = this.plane.table;
     const workload = table.snapshot.workloads.get(identity.workload);
     if (!workload) {
       this.refuse(ex, socket, 'NO_ROUTE');
@@ -361,7 +334,7 @@ export class Tunnels {
       peer: ex.peer,
       proto: ex.tls ? 'https' : 'http',
       requestId: ex.requestId,
-      stripPrefixes: this.ctx.table().headers.strip,
+      stripPrefixes: this.plane.table.headers.strip,
       keepTeTrailers: false,
     });
     this.attemptStart(ex, target, headers);
@@ -375,14 +348,4 @@ export class Tunnels {
       failed: (connected) => this.unreachable(ex, socket, connected),
     });
   }
-}
-
-function isInternal(target: HostTarget | undefined): boolean {
-  return target?.kind === 'internal' || target?.kind === 'internal-replica';
-}
-
-function appAddress(replica: Replica, port: PortModel | undefined): HostPort | undefined {
-  if (port) return replica.ports.get(port.number);
-  for (const address of replica.ports.values()) return address;
-  return undefined;
 }

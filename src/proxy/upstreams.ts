@@ -15,13 +15,8 @@ import type { OnReadOpts } from 'node:net';
 import { Http1Pool } from '../http1/index.js';
 import type { MeshTlsClient } from './mesh-tls.js';
 import type { HostPort } from '../routing/replicas.js';
+import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from '../listener/index.js';
 
-/** Equal to the listeners' limit so a request the proxy accepted is never refused by its own pool. */
-export const MAX_HEADER_SIZE = 64 * 1024;
-
-/** HTTP/2 flow-control windows: per stream, and for a whole session. */
-export const STREAM_WINDOW = 1024 * 1024;
-export const SESSION_WINDOW = 16 * 1024 * 1024;
 
 /**
  * Values by host, then port. Looked up on every request: the host strings come from the

@@ -7,30 +7,29 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { DeploymentReplicaModel, ProbeModel, Settings, Snapshot } from '../config/model.js';
+import type { Settings, Snapshot } from '../config/model.js';
 import { ConfigStore, type ConfigStoreOptions } from '../config/index.js';
 import { orgConflict, placeProblem } from './place.js';
 import { systemClock, type Deps } from '../deps.js';
 import { Metrics } from '../admin/metrics.js';
 import { adminAddresses, redact, startAdminListeners, type AdminListeners, type AdminServer } from '../admin/server.js';
 import { processSource } from '../admin/dashboard-sources.js';
-import { ReplicaRegistry, workloadTraffic, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
+import { ReplicaRegistry } from '../routing/replicas.js';
 import { DataPlane } from '../proxy/dataplane.js';
 import type { SidecarIdentity } from '../proxy/dataplane-options.js';
-import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../proxy/listener.js';
+import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../listener/index.js';
 import { OverloadGuard } from '../proxy/overload.js';
 import type { FilterFactories } from '../proxy/routes.js';
 import { defaultFactories } from '../proxy/policy.js';
-import type { RequestTelemetry } from '../proxy/telemetry.js';
+import type { RequestTelemetry } from '../observe/index.js';
 import { createTelemetry } from '../tracing/index.js';
-import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
 import { healthSamples, workloadStatuses, type WorkloadStatus } from '../local/workloads.js';
 import type { UpReplicaState } from '../local/supervisor.js';
 import { LatencyProber } from '../routing/latency.js';
-import { formatHostPort, parseHostPort } from '../address.js';
+import { parseHostPort } from '../address.js';
 import { UsageError } from '../flags.js';
-import { DnsDiscovery, checkDnsServer, dnsLookup } from '../discovery/dns.js';
-import { discoveredNameOf } from '../discovery/names.js';
+import { checkDnsServer } from '../discovery/dns.js';
+import { DeploymentReplicas } from './deployment-replicas.js';
 import { fileCredentials, uriSanOf, workloadUri, type CredentialSource, type MeshCredentials } from '../mesh/index.js';
 import { MeshTlsClient } from '../proxy/mesh-tls.js';
 import type { MeshInbound, OutboundCaller } from '../proxy/mesh-peer.js';
@@ -114,30 +113,6 @@ function ownWorkloadOnly(opts: RuntimeOptions): string | undefined {
   return opts.role === 'sidecar' && !(opts.mesh?.length) ? opts.sidecar?.workload : undefined;
 }
 
-/**
- * A ready deployment replica whose workload has had no request routed to it yet is checked once a
- * minute instead of every period (Envoy's `no_traffic_healthy_interval` default): a router in front of
- * thousands of workloads, most of them idle, would otherwise spend a connect per replica and period.
- */
-export const QUIET_PROBE_PERIOD_MS = 60_000;
-
-/**
- * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s. The first
- * probes are spread at random over a millisecond per replica, at most 10 s, so a small fleet is
- * ready at once and ten thousand replicas are dialled about 1,000 a second: spread over one second,
- * their connects took the whole second of CPU, and a router that had just turned ready answered
- * its first request a second late. A request to a workload whose replicas are still waiting for
- * that first check runs it at once (see DataPlane's `awaitFirstChecks`). Failures in between are
- * caught sooner by outlier ejection, which needs no probe.
- */
-function deploymentProbe(random: () => number, replicas: number): ProbeModel {
-  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() * Math.min(10, replicas / 1000) };
-}
-
-interface DeployedReplica {
-  readonly replica: Replica;
-  readonly stop: () => void;
-}
 
 export class Runtime {
   readonly listeners: Listener[] = [];
@@ -158,14 +133,8 @@ export class Runtime {
   prober: LatencyProber | undefined;
   /** Load shedding and the overload counters (src/proxy/overload.ts). */
   overload: OverloadGuard | undefined;
-  /** Deployment replicas by identity, with their probe loops. */
-  private deployed = new Map<string, DeployedReplica>();
-  /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
-  private readonly traffic = new Map<string, WorkloadTraffic>();
-  /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
-  private readonly quietSlots: QuietSlots;
-  /** Follows the DNS names of deployment replicas (DESIGN §8b); made when first needed. */
-  private dns: DnsDiscovery | undefined;
+  /** The replicas of `deployment` records; none for a process that serves its own workload alone. */
+  private readonly deployments: DeploymentReplicas | undefined;
   private listening = false;
   private stopping = false;
 
@@ -177,7 +146,11 @@ export class Runtime {
     readonly replicas: ReplicaRegistry,
     readonly dataplane: DataPlane,
   ) {
-    this.quietSlots = new QuietSlots(deps.clock);
+    if (ownWorkloadOnly(opts) === undefined) {
+      this.deployments = new DeploymentReplicas({
+        deps, logger: opts.logger, metrics, registry: replicas, dataplane, current: () => store.current, dnsServers: opts.dnsServers,
+      });
+    }
   }
 
   static async start(opts: RuntimeOptions): Promise<Runtime> {
@@ -243,9 +216,9 @@ export class Runtime {
     runtime.overload = overload;
     overload.start();
     prober.start();
-    runtime.applyDeployments(store.current);
+    runtime.deployments?.apply(store.current);
     // Replicas named by DNS are known before the listeners open (or their first lookup failed, logged).
-    await runtime.dns?.firstLookups();
+    await runtime.deployments?.firstLookups();
     store.on('change', (snapshot: Snapshot) => runtime!.onConfig(snapshot));
     store.on('rejected', () => metrics.configReloads.labels('rejected').inc());
     if (opts.watch !== false && opts.configPaths?.length) store.watch();
@@ -263,133 +236,9 @@ export class Runtime {
   private onConfig(snapshot: Snapshot): void {
     this.metrics.configReloads.labels('ok').inc();
     this.dataplane.update(snapshot);
-    this.applyDeployments(snapshot);
+    this.deployments?.apply(snapshot);
   }
 
-  /**
-   * Replicas of `deployment` records: registered as source `deployment` and probed. A replica whose
-   * identity, addresses and probe are unchanged by a reload keeps its object, its readiness and its
-   * probe loop, so a reload never takes healthy replicas out of rotation.
-   */
-  private applyDeployments(snapshot: Snapshot): void {
-    if (ownWorkloadOnly(this.opts) !== undefined) return;
-    const previous = this.deployed;
-    const next = new Map<string, DeployedReplica>();
-    const expanded = new Map<string, DeploymentReplicaModel[]>();
-    const names = new Set<string>();
-    let total = 0;
-    for (const [key, list] of snapshot.deployments) {
-      const out = this.expandByDns(list, names);
-      expanded.set(key, out);
-      total += out.length;
-    }
-    this.dns?.track(names);
-    const replicas: Replica[] = [];
-    const probeDeps = { ...this.deps, registry: this.replicas, logger: this.opts.logger };
-    for (const [key, list] of expanded) {
-      const workload = snapshot.workloads.get(key);
-      if (!workload) continue;
-      let traffic = this.traffic.get(key);
-      if (!traffic) this.traffic.set(key, (traffic = workloadTraffic()));
-      const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS, this.quietSlots);
-      const portNumber = workload.primaryPort?.number ?? 0;
-      const probe = workload.containers[0]?.readinessProbe;
-      const probeIdentity = JSON.stringify(probe ?? null);
-      for (const d of list) {
-        // Not the index: a replica found by DNS keeps its object (readiness, probe, requests in
-        // flight) when another address comes or goes and its place in the answer moves.
-        const identity = JSON.stringify([key, d.location, d.name, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
-        let deployed = previous.get(identity);
-        if (deployed) {
-          previous.delete(identity);
-          deployed.replica.index = d.index;
-        } else {
-          const app = parseHostPort(d.address);
-          const replica: Replica = {
-            workload: key,
-            location: d.location,
-            name: d.name,
-            index: d.index,
-            ports: new Map([[portNumber, app]]),
-            ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
-            ...(d.mesh ? { mesh: parseHostPort(d.mesh) } : {}),
-            ready: false,
-            outstanding: 0,
-            ejectedUntil: 0,
-            traffic,
-          };
-          const stop = d.forcedNotReady
-            ? () => undefined
-            : startProbing(replica, probe ?? deploymentProbe(this.deps.random, total), () => app, probeDeps, quiet);
-          deployed = { replica, stop };
-        }
-        next.set(identity, deployed);
-        replicas.push(deployed.replica);
-      }
-    }
-    // Gone (a record changed, or an address left its name's answer): out of rotation now; the
-    // pools finish the requests in flight before they close (Upstreams.forget).
-    for (const gone of previous.values()) {
-      gone.stop();
-      const upstreams = this.dataplane.upstreams;
-      if (gone.replica.mesh) this.dataplane.forgetMesh(gone.replica.mesh);
-      if (gone.replica.sidecar) upstreams.forget(gone.replica.sidecar);
-      else for (const address of gone.replica.ports.values()) upstreams.forget(address);
-    }
-    for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
-    this.deployed = next;
-    this.replicas.replace('deployment', replicas);
-  }
-
-  /**
-   * A workload's deployment replicas with every entry named by DNS replaced by one replica per address
-   * of its name's last answer (`NAME@ADDRESS`, in address order; none before the first answer), and
-   * each location's replicas numbered again in that order. Collects the names into `names`.
-   */
-  private expandByDns(list: readonly DeploymentReplicaModel[], names: Set<string>): DeploymentReplicaModel[] {
-    const out: DeploymentReplicaModel[] = [];
-    const next = new Map<string, number>();
-    const place = (d: DeploymentReplicaModel): void => {
-      const index = next.get(d.location) ?? 0;
-      next.set(d.location, index + 1);
-      out.push(index === d.index ? d : { ...d, index });
-    };
-    for (const d of list) {
-      const { name } = discoveredNameOf(d);
-      if (name === undefined) {
-        place(d);
-        continue;
-      }
-      names.add(name);
-      this.dns ??= this.openDns();
-      for (const ip of this.dns.addresses(name) ?? []) {
-        const at = (address: string | undefined): string | undefined =>
-          address === undefined ? undefined : formatHostPort({ host: ip, port: parseHostPort(address).port });
-        place({
-          ...d,
-          name: `${d.name}@${ip}`,
-          address: at(d.address)!,
-          ...(d.sidecar !== undefined ? { sidecar: at(d.sidecar)! } : {}),
-          ...(d.mesh !== undefined ? { mesh: at(d.mesh)! } : {}),
-        });
-      }
-    }
-    return out;
-  }
-
-  /** The DNS follower, made when a deployment first names a replica by DNS. */
-  private openDns(): DnsDiscovery {
-    const dns = new DnsDiscovery({
-      lookup: dnsLookup(this.opts.dnsServers),
-      clock: this.deps.clock,
-      logger: this.opts.logger.child({ component: 'dns' }),
-      observe: (name, outcome, addresses) => this.metrics.observeDns(name, outcome, addresses),
-    });
-    dns.on('change', () => {
-      if (!this.stopping) this.applyDeployments(this.store.current);
-    });
-    return dns;
-  }
 
   /** The mesh identity of this process (`--mesh-cert`...), checked against the sidecar's workload. */
   private async openMeshIdentity(): Promise<void> {
@@ -574,9 +423,7 @@ export class Runtime {
     for (const l of [...this.listeners, ...this.meshListeners, ...this.meshInboundListeners]) l.destroy();
     this.meshTls?.close();
     if (!this.opts.meshCredentials) this.meshCredentials?.close();
-    for (const d of this.deployed.values()) d.stop();
-    this.deployed.clear();
-    this.dns?.close();
+    this.deployments?.close();
     this.prober?.stop();
     this.overload?.stop();
     this.store.close();

@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { LocalCa, issuedCredentials, workloadUri, type CredentialSource } from '../mesh/index.js';
-import { listen, type Listener } from '../proxy/listener.js';
+import { listen, type Listener } from '../listener/index.js';
 import { MeshTlsClient } from '../proxy/mesh-tls.js';
 import type { MeshInbound, OutboundCaller } from '../proxy/mesh-peer.js';
 import type { ReplicaMesh, ReplicaMeshes } from '../local/supervisor.js';

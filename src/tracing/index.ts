@@ -6,7 +6,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Snapshot } from '../config/model.js';
-import type { Exchange } from '../proxy/exchange.js';
+import type { ExchangeInfo } from '../observe/index.js';
 import type { ExchangeView } from '../filter/index.js';
 import { Telemetry, telemetryOf, type TelemetryOptions } from './telemetry.js';
 
@@ -40,11 +40,12 @@ const NOOP: ChildSpan = Object.freeze({ end: () => undefined, traceparent: undef
  * A child span of the request's server span, named `name` (e.g. `ext_authz`, `ratelimit`), with
  * `attributes`. A no-op (and allocation-free) when the request is not traced or not sampled.
  * Filters hold the request as the contract's ExchangeView; one whose `telemetry` this layer put
- * there is the proxy's Exchange (only the data plane hands exchanges to the layer).
+ * there is the proxy's Exchange, which is the observers' ExchangeInfo too (only the data plane hands
+ * exchanges to the layer).
  */
 export function childSpan(exchange: ExchangeView, name: string, attributes?: Attributes): ChildSpan {
   if (exchange.telemetry === undefined) return NOOP;
-  const child = telemetryOf(exchange)?.child(exchange as Exchange, name, attributes);
+  const child = telemetryOf(exchange)?.child(exchange as unknown as ExchangeInfo, name, attributes);
   if (!child) return NOOP;
   const span = child.span;
   let ended = false;

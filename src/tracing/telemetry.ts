@@ -4,7 +4,7 @@
  *
  * Per request: one server span (ingress, or a standalone sidecar) that continues the caller's trace
  * (W3C or B3), one client span per upstream attempt whose context is injected into the upstream
- * request (W3C plus the format that came in), child spans for the filters' outside calls
+ * request (W3C plus the format that came in; ./spans.ts makes them), child spans for the filters' outside calls
  * (`childSpan`), and one access-log entry per configured log when the request is over. A WebSocket
  * upgrade or CONNECT tunnel is one such request that ends when its connection closes.
  *
@@ -19,20 +19,18 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Snapshot } from '../config/model.js';
 import { systemClock, type Clock } from '../deps.js';
-import type { Exchange } from '../proxy/exchange.js';
-import type { AttemptEnd, RequestTelemetry, Role } from '../proxy/telemetry.js';
+import type { AttemptEnd, ExchangeInfo, RequestTelemetry, Role } from '../observe/index.js';
 import type { HostPort } from '../routing/replicas.js';
 import { AccessLogService, compileAccessLogPlan, type AccessLogPlan, type AccessLogSpec, type AccessLogStreamOptions, type RequestFacts } from '../accesslog/index.js';
 import { compileTracingPlan, type TracingPlan, type WorkloadTracing } from './config.js';
-import { extract, inject, type Format } from './propagation.js';
+import type { Format } from './propagation.js';
+import { endSpans, startAttemptSpan, startServerSpan, vendorKeys, type SdkModule, type SpanState } from './spans.js';
 import type { BatchOptions, ExporterFactory, TracerEntry, TracerPool } from './tracer.js';
-
-type SdkModule = typeof import('./tracer.js');
 
 export interface TelemetryOptions {
   /** The process's role: names the tracing service (`svcproxy-ingress`, or the sidecar's workload). */
@@ -57,12 +55,11 @@ export interface TelemetryOptions {
   readonly accessLog?: AccessLogStreamOptions;
 }
 
-const METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE', 'QUERY']);
 const EMPTY_TRACING: TracingPlan = { exporters: new Map(), workloads: new Map(), notes: [] };
 const EMPTY_ALS: AccessLogPlan = { specs: new Map(), workloads: new Map(), notes: [] };
 
-/** Per-request state, in `Exchange.telemetry`. */
-class RequestState implements RequestFacts {
+/** Per-request state, in `ExchangeInfo.telemetry`. */
+class RequestState implements RequestFacts, SpanState {
   constructor(readonly owner: Telemetry) {}
   /** Tracing and access logs were looked up for the workload. */
   resolved = false;
@@ -84,26 +81,6 @@ class RequestState implements RequestFacts {
   anchor = 0;
 }
 
-function methodOf(method: string | undefined): { name: string; known: boolean } {
-  const m = method ?? 'GET';
-  return { name: m, known: METHODS.has(m) };
-}
-
-
-/** A Host header → address and port (`[::1]:8080`, `example.com`, `10.0.0.1:80`). */
-export function splitHost(host: string): { address: string; port: number | undefined } {
-  if (host.charCodeAt(0) === 91 /* [ */) {
-    const end = host.indexOf(']');
-    if (end < 0) return { address: host, port: undefined };
-    const port = host.charCodeAt(end + 1) === 58 /* : */ ? Number(host.slice(end + 2)) : Number.NaN;
-    return { address: host.slice(1, end), port: Number.isInteger(port) ? port : undefined };
-  }
-  const colon = host.indexOf(':');
-  if (colon < 0 || host.indexOf(':', colon + 1) >= 0) return { address: host, port: undefined };
-  const port = Number(host.slice(colon + 1));
-  return { address: host.slice(0, colon), port: Number.isInteger(port) && colon + 1 < host.length ? port : undefined };
-}
-
 function narrowTracing(plan: TracingPlan, workload: string | undefined): TracingPlan {
   if (workload === undefined) return plan;
   const mine = plan.workloads.get(workload);
@@ -123,22 +100,6 @@ function narrowAccessLogs(plan: AccessLogPlan, workload: string | undefined): Ac
     workloads: mine.length > 0 ? new Map([[workload, mine]]) : new Map(),
     notes: plan.notes,
   };
-}
-
-interface VendorKeys {
-  readonly vendor: string;
-  readonly location: string;
-  readonly replica: string;
-  readonly requestId: string;
-}
-
-function vendorKeys(vendor: string): VendorKeys {
-  return { vendor, location: `${vendor}.location`, replica: `${vendor}.replica`, requestId: `${vendor}.request_id` };
-}
-
-function header(ex: Exchange, name: string): string | undefined {
-  const v = ex.req.headers[name];
-  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 export class Telemetry implements RequestTelemetry {
@@ -252,12 +213,12 @@ export class Telemetry implements RequestTelemetry {
 
   // ---- per request -----------------------------------------------------------------------------
 
-  requestStart(ex: Exchange, _role: Role): void {
+  requestStart(ex: ExchangeInfo, _role: Role): void {
     // The state is made only if the workload, once known, traces or logs.
     if (this.active) ex.telemetry = this;
   }
 
-  routed(ex: Exchange): void {
+  routed(ex: ExchangeInfo): void {
     if (ex.telemetry !== this || !this.logging) return;
     const st = this.state(ex);
     // Only a workload with an access log counts its request body (a tunnel's payload is counted off
@@ -269,7 +230,7 @@ export class Telemetry implements RequestTelemetry {
    * Body bytes and the time of the last one, counted where the HTTP parser hands them to the request
    * stream, so no consumer's flow (undici, a pipe, the replay buffer) is disturbed.
    */
-  private countBody(ex: Exchange, st: RequestState): void {
+  private countBody(ex: ExchangeInfo, st: RequestState): void {
     const req = ex.req as unknown as Readable & { push(chunk: unknown, encoding?: BufferEncoding): boolean };
     const push = req.push;
     const clock = this.clock;
@@ -303,7 +264,7 @@ export class Telemetry implements RequestTelemetry {
   }
 
   /** The request's state once its workload is known; `undefined` when the workload neither traces nor logs. */
-  state(ex: Exchange): RequestState | undefined {
+  state(ex: ExchangeInfo): RequestState | undefined {
     const t = ex.telemetry;
     let st: RequestState;
     if (t instanceof RequestState) {
@@ -322,68 +283,11 @@ export class Telemetry implements RequestTelemetry {
     st.als = this.accessLogs.workloads.get(w.key);
     const tracing = this.tracing.workloads.get(w.key);
     const entry = tracing && this.pool?.get(tracing.exporter);
-    if (tracing && entry && this.sdk) this.startServerSpan(ex, st, tracing, entry, this.sdk);
+    if (tracing && entry && this.sdk) startServerSpan(ex, st, tracing, entry, this.sdk, this.keys, this.anchor(), this.opts.sidecar?.replica);
     return st;
   }
 
-  private startServerSpan(ex: Exchange, st: RequestState, tracing: WorkloadTracing, entry: TracerEntry, sdk: SdkModule): void {
-    st.tracing = tracing;
-    st.entry = entry;
-    entry.active++;
-    let parent = ROOT_CONTEXT;
-    const incoming = extract(ex.req.headers);
-    // `x-svc-debug: trace`: sampled whatever the GVC's sampling or the caller's flag says (DESIGN §11).
-    const forced = ex.debugInfo?.trace === true;
-    if (incoming) {
-      st.format = incoming.format;
-      st.debug = incoming.debug;
-      if (incoming.traceId && incoming.spanId) {
-        parent = trace.setSpanContext(ROOT_CONTEXT, {
-          traceId: incoming.traceId,
-          spanId: incoming.spanId,
-          traceFlags: incoming.sampled || forced ? TraceFlags.SAMPLED : TraceFlags.NONE,
-          isRemote: true,
-          ...(incoming.traceState ? { traceState: sdk.traceStateOf(incoming.traceState) } : {}),
-        });
-        if (incoming.sampled === undefined && !forced) parent = parent.setValue(sdk.DEFERRED_DECISION, true);
-      } else if (incoming.sampled !== undefined || forced) {
-        parent = parent.setValue(sdk.FORCED_DECISION, forced || incoming.sampled);
-      }
-    } else if (forced) {
-      parent = parent.setValue(sdk.FORCED_DECISION, true);
-    }
-    const method = methodOf(ex.req.method);
-    st.anchor = this.anchor();
-    const span = entry.tracer.startSpan(method.known ? method.name : 'HTTP', { kind: SpanKind.SERVER, startTime: st.anchor + ex.startedAt }, parent);
-    st.span = span;
-    st.ctx = trace.setSpan(parent, span);
-    if (!span.isRecording()) return;
-    // One setAttribute per key: building an object first only to have the span copy it costs more.
-    const k = this.keys;
-    const attrs = tracing.attributes;
-    for (const key in attrs) span.setAttribute(key, attrs[key]!);
-    const { address, port } = splitHost(ex.host);
-    span.setAttribute('http.request.method', method.known ? method.name : '_OTHER');
-    if (!method.known) span.setAttribute('http.request.method_original', method.name);
-    // A CONNECT has no path.
-    if (ex.path) span.setAttribute('url.path', ex.path);
-    if (ex.query) span.setAttribute('url.query', ex.query.charCodeAt(0) === 63 /* ? */ ? ex.query.slice(1) : ex.query);
-    const forwardedProto = ex.listenerKind === 'sidecar' ? header(ex, 'x-forwarded-proto') : undefined;
-    span.setAttribute('url.scheme', forwardedProto ?? (ex.tls ? 'https' : 'http'));
-    span.setAttribute('server.address', address);
-    span.setAttribute('server.port', port ?? ex.listenerPort);
-    span.setAttribute('network.protocol.version', ex.req.httpVersion === '2.0' ? '2' : ex.req.httpVersion);
-    span.setAttribute('client.address', ex.clientAddress);
-    span.setAttribute('network.peer.address', ex.peer);
-    span.setAttribute(k.requestId, ex.requestId);
-    const ua = header(ex, 'user-agent');
-    if (ua !== undefined) span.setAttribute('user_agent.original', ua);
-    if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
-    const replica = ex.replica?.name ?? (ex.listenerKind === 'sidecar' ? this.opts.sidecar?.replica : undefined);
-    if (replica !== undefined) span.setAttribute(k.replica, replica);
-  }
-
-  traceIdOf(ex: Exchange): string | undefined {
+  traceIdOf(ex: ExchangeInfo): string | undefined {
     const st = ex.telemetry === undefined ? undefined : this.state(ex);
     return st?.span?.spanContext().traceId;
   }
@@ -392,7 +296,7 @@ export class Telemetry implements RequestTelemetry {
     return this.tracing.workloads.has(workload);
   }
 
-  attemptStart(ex: Exchange, target: HostPort, headers: OutgoingHttpHeaders): void {
+  attemptStart(ex: ExchangeInfo, target: HostPort, headers: OutgoingHttpHeaders): void {
     if (ex.telemetry === undefined) return;
     const st = this.state(ex);
     if (!st) return;
@@ -401,35 +305,12 @@ export class Telemetry implements RequestTelemetry {
     st.failure = undefined;
     if (st.als && st.als.some((s) => s.responseTrailers.length > 0) && st.trailers === undefined) this.captureTrailers(ex, st);
     const entry = st.entry;
-    const server = st.span;
-    if (!entry || !st.tracing || !server) return;
-    if (st.attempt) st.attempt.end(this.time(st));
-    const method = methodOf(ex.req.method);
-    const span = entry.tracer.startChild(server, method.known ? method.name : 'HTTP', SpanKind.CLIENT, this.time(st), st.ctx);
-    st.attempt = span;
-    const sc = span.spanContext();
-    inject(headers, {
-      traceId: sc.traceId,
-      spanId: sc.spanId,
-      sampled: (sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED,
-      debug: st.debug,
-      traceState: sc.traceState?.serialize(),
-    }, st.format);
-    if (!span.isRecording()) return;
-    // The workload's attributes and custom tags are on the server span, the parent of this one.
-    const k = this.keys;
-    const hostPort = target.host.includes(':') ? `[${target.host}]:${target.port}` : `${target.host}:${target.port}`;
-    span.setAttribute('http.request.method', method.known ? method.name : '_OTHER');
-    span.setAttribute('server.address', target.host);
-    span.setAttribute('server.port', target.port);
-    span.setAttribute('url.full', `http://${hostPort}${ex.pathWithQuery}`);
-    if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
-    if (ex.replica) span.setAttribute(k.replica, ex.replica.name);
-    if (ex.attempts > 1) span.setAttribute('http.request.resend_count', ex.attempts - 1);
+    if (!entry || !st.tracing || !st.span) return;
+    startAttemptSpan(ex, st, target, headers, this.keys, this.clock);
   }
 
   /** Trailers the log asks for are seen where they are added to the downstream response. */
-  private captureTrailers(ex: Exchange, st: RequestState): void {
+  private captureTrailers(ex: ExchangeInfo, st: RequestState): void {
     const res = ex.res as unknown as { addTrailers(headers: Record<string, string | string[] | undefined>): void };
     const add = res.addTrailers;
     st.trailers = {};
@@ -439,7 +320,7 @@ export class Telemetry implements RequestTelemetry {
     };
   }
 
-  attemptEnd(ex: Exchange, end: AttemptEnd): void {
+  attemptEnd(ex: ExchangeInfo, end: AttemptEnd): void {
     const st = ex.telemetry;
     if (!(st instanceof RequestState)) return;
     if (end.failure !== undefined) st.failure = end.failure;
@@ -462,55 +343,20 @@ export class Telemetry implements RequestTelemetry {
     }
   }
 
-  requestEnd(ex: Exchange): void {
+  requestEnd(ex: ExchangeInfo): void {
     if (ex.telemetry === undefined) return;
     const st = this.state(ex);
     if (!st) return;
     // A tunnel's last byte from the client came at the latest when it closed.
     if (ex.tunnel && st.lastRxAt === 0) st.lastRxAt = this.clock.now();
-    if (st.span) this.endSpans(ex, st);
+    if (st.span) endSpans(ex, st, this.keys, this.clock);
     if (st.als && this.als && !(ex.listenerKind !== 'sidecar' && ex.replica?.sidecar)) {
       this.als.record(ex, st, st.als, this.clock.now(), this.clock.wallNow());
     }
   }
 
-  private endSpans(ex: Exchange, st: RequestState): void {
-    const span = st.span!;
-    const attempt = st.attempt;
-    const status = ex.status;
-    const error = ex.errorCode ? ex.errorCode.toLowerCase() : status === 0 ? 'reset' : status >= 500 ? String(status) : undefined;
-    if (attempt) {
-      // Still open: the delivered answer (ended with the response), or an attempt cut short.
-      const cut = ex.timedOut ? 'timeout' : status === 0 ? 'reset' : undefined;
-      if (cut && attempt.isRecording()) {
-        attempt.setAttribute('error.type', cut);
-        attempt.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      attempt.end(this.time(st));
-      st.attempt = undefined;
-    }
-    if (span.isRecording()) {
-      const k = this.keys;
-      if (status > 0) span.setAttribute('http.response.status_code', status);
-      if (ex.location !== undefined) span.setAttribute(k.location, ex.location);
-      if (ex.replica) span.setAttribute(k.replica, ex.replica.name);
-      // The body bytes written to the client: the app's answer, or the proxy's own (a 504's JSON);
-      // a tunnel's payload each way, read once when it closed.
-      span.setAttribute('http.response.body.size', ex.bytesSent);
-      if (ex.tunnel) span.setAttribute('http.request.body.size', ex.tunnel.bytesIn);
-      if (error !== undefined) {
-        span.setAttribute('error.type', error);
-        // Server spans: 4xx are the client's errors, not the server's (semantic conventions).
-        if (status >= 500 || status === 0) span.setStatus({ code: SpanStatusCode.ERROR });
-      }
-    }
-    span.end(this.time(st));
-    st.span = undefined;
-    st.entry?.release();
-  }
-
   /** A child span of the request's server span, or `undefined` when the request is not being recorded. */
-  child(ex: Exchange, name: string, attributes?: Attributes): { span: Span; now: () => number } | undefined {
+  child(ex: ExchangeInfo, name: string, attributes?: Attributes): { span: Span; now: () => number } | undefined {
     const st = this.state(ex);
     const entry = st?.entry;
     if (!entry || !st.span?.isRecording()) return undefined;

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { ALIAS, records, yamlDocuments } from '../helpers/harness.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
@@ -72,7 +72,7 @@ t.test('endpoints: text, json and yaml', async (t) => {
   t.ok(list.some((e) => e.kind === 'canonical' && e.host === `my-api-v2-${ALIAS}.app.localhost` && e.workload === 'my-api-v2' && e.gvc === 'shop'));
   t.ok(list.some((e) => e.kind === 'replica' && e.host === `my-api-v2-${ALIAS}-0.aws-us-east-2.direct.localhost`));
   const yaml = run(['endpoints', '--config', file, '-o', 'yaml']);
-  t.same(YAML.parse(yaml.stdout), list);
+  t.same(jsyaml.load(yaml.stdout), list);
   const text = run(['endpoints', '--config', file]);
   t.match(text.stdout, `my-api-v2-${ALIAS}.app.localhost`);
   const custom = run(['endpoints', '--config', file, '-o', 'json'], { SVCPROXY_APP_DOMAIN: 'apps.example.net' });

@@ -31,7 +31,7 @@ t.test('JSON: an array, one object, an empty file', async (t) => {
 });
 
 t.test('syntax errors carry the file and the line', async (t) => {
-  t.same(parseRecords('kind: gvc\nname: a\nname: b\n', 'dup.yaml').errors, ['dup.yaml: line 3: Map keys must be unique']);
+  t.same(parseRecords('kind: gvc\nname: a\nname: b\n', 'dup.yaml').errors, ['dup.yaml: line 3: duplicated mapping key']);
   const flow = parseRecords('kind: gvc\nspec: {a: [1, 2}\n', 'flow.yaml').errors;
   t.equal(flow.length > 0, true);
   t.match(flow[0], /^flow\.yaml: line 2: /);

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { baseRecords, find, setPath, type Rec } from '../fixtures/config/base.js';
 
 const BIN = process.env.SVCPROXY_BIN ?? fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
@@ -23,7 +23,7 @@ function lineOf(text: string, needle: string): number {
   return text.slice(0, at).split('\n').length;
 }
 
-const yamlDocs = (docs: readonly Rec[]): string => docs.map((d) => YAML.stringify(d)).join('---\n');
+const yamlDocs = (docs: readonly Rec[]): string => docs.map((d) => jsyaml.dump(d, { lineWidth: -1 })).join('---\n');
 const RULES = 'domain: shop\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 60}\n';
 
 t.test('valid records, a kind svcproxy does not read, and a rules file: exit 0, each counted for what it is', async (t) => {

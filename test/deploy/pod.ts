@@ -15,7 +15,7 @@
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { freePort } from '../fixtures/ratelimit/servers.js';
 import type { Image } from './image.js';
 import type { Manifest, Obj } from './schema.js';
@@ -94,7 +94,7 @@ function serviceAddress(cluster: Cluster, value: string, note: (s: string) => vo
 
 /** ConfigMap records with the cluster's Service names replaced by their loopback addresses. */
 export function recordsToLoopback(text: string, cluster: Cluster, note: (s: string) => void): string {
-  const docs = YAML.parseAllDocuments(text).map((d) => d.toJS() as Obj);
+  const docs = jsyaml.loadAll(text).filter((d) => d !== null && d !== undefined) as Obj[];
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return serviceAddress(cluster, v, note) ?? v;
     if (Array.isArray(v)) return v.map(walk);
@@ -115,7 +115,7 @@ export function recordsToLoopback(text: string, cluster: Cluster, note: (s: stri
     }
     return walk(doc);
   });
-  const result = out.map((d) => YAML.stringify(d)).join('---\n');
+  const result = out.map((d) => jsyaml.dump(d, { lineWidth: -1 })).join('---\n');
   if (result.includes('.svc.cluster.local')) throw new Error(`records still name a cluster address:\n${result}`);
   return result;
 }

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import YAML from 'yaml';
+import jsyaml from 'js-yaml';
 import { Runtime, type RuntimeOptions } from '../../src/roles/runtime.js';
 import { defaultSettings } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log.js';
@@ -72,7 +72,7 @@ export interface RecordOptions {
 
 /** Records as one multi-document YAML file's text. */
 export function yamlDocuments(docs: readonly unknown[]): string {
-  return docs.map((d) => YAML.stringify(d)).join('---\n');
+  return docs.map((d) => jsyaml.dump(d, { lineWidth: -1 })).join('---\n');
 }
 
 /** A typical record set: one org, the locations, one GVC, one workload and its deployment. */

@@ -14,7 +14,7 @@ import type http from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ALIAS, echoHandler, records, startHttpServer, startPlane, type TapLike } from '../helpers/harness.js';
-import type { Listener } from '../../src/proxy/listener.js';
+import type { Listener } from '../../src/listener/index.js';
 import { testCert } from '../fixtures/tls.js';
 import { acceptKey, readBytes, readHead, wsUpgradeHandler } from '../fixtures/ws.js';
 

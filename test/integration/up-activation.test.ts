@@ -68,7 +68,11 @@ t.test('past the timeout: 504; past the bound: 503 overloaded', async (t) => {
   await waitFor(() => up.runtime.replicas.all().some((r) => r.starting), 30_000, 'the replica starting');
   const held = [request(port, host('dead'), '/a'), request(port, host('dead'), '/b')];
   // Both are waiting before the third arrives (the bound is 2).
-  await waitFor(() => (up.runtime.dataplane as unknown as { held: Map<string, Set<unknown>> }).held.get('shop/dead')?.size === 2, 10_000, 'two held');
+  const heldNow = (): number => {
+    const held = up.runtime.dataplane.heldCount('shop/dead');
+    return held.anywhere + [...held.byLocation.values()].reduce((a, b) => a + b, 0);
+  };
+  await waitFor(() => heldNow() === 2, 10_000, 'two held');
   const third = await request(port, host('dead'), '/c');
   t.equal(third.status, 503);
   t.equal(JSON.parse(third.body).message, 'overloaded');

@@ -9,7 +9,7 @@
 import t from 'tap';
 import net from 'node:net';
 import http2 from 'node:http2';
-import { DEFAULT_LIMITS } from '../../src/proxy/listener.js';
+import { DEFAULT_LIMITS } from '../../src/listener/index.js';
 import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../../src/proxy/overload.js';
 import { parseFlags } from '../../src/cli.js';
 import { limitsFrom } from '../../src/flags.js';

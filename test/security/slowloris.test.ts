@@ -9,7 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { ALIAS, records, request, startPlane } from '../helpers/harness.js';
-import { DEFAULT_LIMITS } from '../../src/proxy/listener.js';
+import { DEFAULT_LIMITS } from '../../src/listener/index.js';
 import { startRecorder } from './fixtures.js';
 
 const H = `api-${ALIAS}.app.localhost`;

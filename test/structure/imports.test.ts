@@ -2,11 +2,15 @@
  * The shape of src/'s import graph, with TypeScript's own module resolution as the oracle: every
  * source file is scanned by `ts.preProcessFile` (static, type-only, re-export and dynamic imports
  * alike) and each specifier resolved by `ts.resolveModuleName` under the project's tsconfig, so a
- * path the compiler would follow is a path the test follows. Three rules: no import cycle in src/ (a
- * cycle is reported by its files, in order); nothing imports src/cli.ts, the entry point; and the
- * filter contract (filter/), the filters (extauth/, ratelimit/, firewall/, mesh/) and the protocol
- * folders (grpc/, http1/) import nothing from proxy/ or roles/: they sit below the proxy, and the
- * filters meet it through src/filter/ only.
+ * path the compiler would follow is a path the test follows. The rules: no import cycle in src/ (a
+ * cycle is reported by its files, in order); nothing imports src/cli.ts, the entry point; the
+ * filter contract (filter/), the filters (extauth/, ratelimit/, firewall/, mesh/), the observer
+ * contract (observe/), the observers (tracing/, accesslog/), the listener (listener/) and the
+ * protocol folders (grpc/, http1/) reach nothing in proxy/ or roles/, directly or through other
+ * files: they sit below the proxy, filters meet it through src/filter/ only and observers through
+ * src/observe/ only; outside
+ * src/proxy/, nothing imports the pipeline's stages or its exchange (proxy/dataplane.ts is the door);
+ * and only src/cli.ts and src/cluster/ import src/roles/, the roles' assembly.
  * Type-only imports count: a cycle of types is still two modules that cannot be read apart.
  */
 import t from 'tap';
@@ -18,9 +22,16 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SRC = path.join(ROOT, 'src');
 const ENTRY = path.join(SRC, 'cli.ts');
-/** Folders below the proxy (the filter contract, the filters, the protocols): none may reach into these. */
-const LOWER = ['filter', 'extauth', 'ratelimit', 'firewall', 'grpc', 'http1', 'mesh'];
+/**
+ * Folders below the proxy (the filter contract, the filters, the observer contract, the observers, the
+ * listener, the protocols): none may reach into these.
+ */
+const LOWER = ['filter', 'extauth', 'ratelimit', 'firewall', 'grpc', 'http1', 'mesh', 'observe', 'tracing', 'accesslog', 'listener'];
 const UPPER = ['proxy', 'roles'];
+/** The request pipeline's stages and the exchange they share (src/proxy/dataplane.ts's internals). */
+const STAGES = ['proxy/entry/', 'proxy/dispatch.ts', 'proxy/activator.ts', 'proxy/attempts.ts', 'proxy/observation.ts', 'proxy/exchange.ts'];
+/** Who may import src/roles/: the command line and the cluster's workers, which start roles. */
+const ROLE_STARTERS = ['cli.ts', 'cluster/'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -163,20 +174,72 @@ t.test('nothing imports src/cli.ts', async (t) => {
   t.same(importers, [], 'src/cli.ts is the entry point, imported by no module');
 });
 
-t.test('the filter contract, filters and protocol folders import nothing from proxy/ or roles/', async (t) => {
+/**
+ * The files of UPPER folders that `folder`'s files reach through any chain of imports, each by a
+ * shortest chain (breadth-first from all the folder's files at once): an import through a file
+ * outside both (src/flags.ts, say) still ties the folder to the proxy.
+ */
+function reachesUpper(folder: string): string[][] {
+  const parent = new Map<string, string | undefined>();
+  const queue: string[] = [];
+  for (const file of graph.edges.keys()) {
+    if (folderOf(file) !== folder) continue;
+    parent.set(file, undefined);
+    queue.push(file);
+  }
+  const chains: string[][] = [];
+  while (queue.length > 0) {
+    const v = queue.shift()!;
+    for (const { to: w } of graph.edges.get(v) ?? []) {
+      if (parent.has(w)) continue;
+      parent.set(w, v);
+      const target = folderOf(w);
+      if (target !== undefined && UPPER.includes(target)) {
+        const chain = [w];
+        for (let p = parent.get(w); p !== undefined; p = parent.get(p)) chain.push(p);
+        chains.push(chain.reverse());
+        continue;
+      }
+      queue.push(w);
+    }
+  }
+  return chains;
+}
+
+t.test('the filter and observer contracts, the filters, observers, listener and protocol folders reach nothing in proxy/ or roles/', async (t) => {
   for (const folder of LOWER) {
     if (!existsSync(path.join(SRC, folder))) {
       t.comment(`src/${folder}/ does not exist yet`);
       continue;
     }
-    const offending: string[] = [];
-    for (const [file, list] of graph.edges) {
-      if (folderOf(file) !== folder) continue;
-      for (const e of list) {
-        const target = folderOf(e.to);
-        if (target !== undefined && UPPER.includes(target)) offending.push(`${rel(file)} imports ${rel(e.to)} ('${e.specifier}')`);
-      }
-    }
-    t.same(offending, [], `src/${folder}/ imports nothing from ${UPPER.map((u) => `src/${u}/`).join(' or ')}`);
+    const offending = reachesUpper(folder).map((chain) => chain.map(rel).join(' → '));
+    t.same(offending, [], `src/${folder}/ reaches nothing in ${UPPER.map((u) => `src/${u}/`).join(' or ')}, directly or through other files`);
   }
+});
+
+/** `src/`-relative path with forward slashes. */
+function inSrc(file: string): string {
+  return path.relative(SRC, file).split(path.sep).join('/');
+}
+
+t.test("outside src/proxy/, nothing imports the pipeline's stages or its exchange", async (t) => {
+  for (const stage of STAGES) t.ok(existsSync(path.join(SRC, stage)), `src/${stage} exists`);
+  const offending: string[] = [];
+  for (const [file, list] of graph.edges) {
+    if (folderOf(file) === 'proxy') continue;
+    for (const e of list) {
+      if (STAGES.some((stage) => inSrc(e.to).startsWith(stage))) offending.push(`${rel(file)} imports ${rel(e.to)} ('${e.specifier}')`);
+    }
+  }
+  t.same(offending, [], 'the stages are src/proxy/dataplane.ts\'s internals');
+});
+
+t.test('only src/cli.ts and src/cluster/ import src/roles/', async (t) => {
+  const offending: string[] = [];
+  for (const [file, list] of graph.edges) {
+    const from = inSrc(file);
+    if (folderOf(file) === 'roles' || ROLE_STARTERS.some((s) => from.startsWith(s))) continue;
+    for (const e of list) if (folderOf(e.to) === 'roles') offending.push(`${rel(file)} imports ${rel(e.to)} ('${e.specifier}')`);
+  }
+  t.same(offending, [], 'src/roles/ is started from the command line and by cluster workers only');
 });

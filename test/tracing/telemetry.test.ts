@@ -11,7 +11,7 @@ import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
 import type { WorkloadModel } from '../../src/config/model.js';
 import type { Exchange } from '../../src/proxy/exchange.js';
 import { createTelemetry, childSpan } from '../../src/tracing/index.js';
-import { splitHost } from '../../src/tracing/telemetry.js';
+import { splitHost } from '../../src/tracing/spans.js';
 import { silentLogger } from '../../src/log.js';
 import { records } from '../helpers/harness.js';
 import { accessLog, cluster } from '../accesslog/fixtures.js';

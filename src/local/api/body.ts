@@ -9,13 +9,12 @@
  * 415. Malformed text is 400 `bad_request` with the parser's line and column, its message stripped
  * of the text it quotes (a body may carry a secret). Throws `ApiError` only.
  */
-import type { LineCounter } from 'yaml';
 import { ApiError } from './errors.js';
 import type { ApiRequest, BodyLimits } from './context.js';
 import { jsonErrorOffset } from '../../config/json-error.js';
 import { lineAt } from '../../config/load.js';
-import { jsonMessage, yamlMessage } from '../../config/parser-message.js';
-import { yamlLib } from '../../yaml-lib.js';
+import { jsonMessage } from '../../config/parser-message.js';
+import { readYaml } from '../../yaml.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const BODY_TIMEOUT_MS = 30_000;
@@ -103,22 +102,12 @@ export function parseBody(text: string, format: 'json' | 'yaml'): unknown {
       throw new ApiError('bad_request', `the body is not valid JSON: line ${at.line}, column ${at.col}: ${message}`, { line: at.line, column: at.col, error: message });
     }
   }
-  const Y = yamlLib();
-  const counter: LineCounter = new Y.LineCounter();
-  const docs = Y.parseAllDocuments(body, { lineCounter: counter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
-  const list = Array.isArray(docs) ? docs : [docs];
-  const bad = list.flatMap((d) => d.errors)[0];
-  if (bad !== undefined) {
-    const at = counter.linePos(bad.pos[0]);
-    const message = yamlMessage(bad.message);
-    throw new ApiError('bad_request', `the body is not valid YAML: line ${at.line}, column ${at.col}: ${message}`, { line: at.line, column: at.col, error: message });
+  const read = readYaml(body);
+  if (!read.ok) {
+    const { line, column, message } = read.error;
+    throw new ApiError('bad_request', `the body is not valid YAML: line ${line}, column ${column}: ${message}`, { line, column, error: message });
   }
-  const values = list.filter((d) => d.contents !== null);
+  const values = read.docs.filter((d) => d.value !== null && d.value !== undefined);
   if (values.length !== 1) throw new ApiError('bad_request', `the body must be one YAML document, not ${values.length}`);
-  try {
-    return values[0]!.toJS({ maxAliasCount: 100 }) as unknown;
-  } catch (e) {
-    const at = counter.linePos(values[0]!.range[0]);
-    throw new ApiError('bad_request', `the body is not valid YAML: line ${at.line}, column ${at.col}: ${yamlMessage((e as Error).message)}`, { line: at.line, column: at.col });
-  }
+  return values[0]!.value;
 }

@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ConfigStore } from '../../config/store.js';
-import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../../proxy/listener.js';
+import { listen, type Listener, type ListenerHandlers, type ListenerLimits } from '../../listener/index.js';
 import { routingAuthority } from '../../proxy/path.js';
 import { CONNECTION_ESTABLISHED } from '../../proxy/tunnel.js';
 import { parseHostPort } from '../../address.js';

@@ -14,7 +14,8 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isConfigFileName } from '../../config/load.js';
 import type { Unit } from '../proto.js';
-import { yamlLib } from '../../yaml-lib.js';
+import jsyaml from 'js-yaml';
+import { readYaml } from '../../yaml.js';
 
 export type Algorithm = 'fixed-window' | 'sliding-window';
 export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
@@ -235,22 +236,18 @@ function freeze(node: Building): RuleNode {
 /** Parse one rules document. `file` is used in the error messages only. */
 export function parseRules(source: string, file: string): { ok: true; domain: DomainRules } | { ok: false; errors: string[] } {
   const r = new Report(file);
-  const docs = yamlLib().parseAllDocuments(source, { schema: 'failsafe', prettyErrors: true });
-  const list = Array.isArray(docs) ? docs : [];
-  for (const doc of list) {
-    for (const e of doc.errors) {
-      const pos = e.linePos?.[0];
-      const message = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-      r.errors.push(`${file}: ${pos ? `line ${pos.line}, column ${pos.col}: ` : ''}${message}`);
-    }
+  const read = readYaml(source, { schema: jsyaml.FAILSAFE_SCHEMA });
+  if (!read.ok) {
+    const { line, column, message } = read.error;
+    r.errors.push(`${file}: line ${line}, column ${column}: ${message}`);
+    return { ok: false, errors: r.errors };
   }
-  if (r.errors.length > 0) return { ok: false, errors: r.errors };
-  const contents = list.filter((d) => d.contents !== null);
+  const contents = read.docs.filter((d) => d.value !== null && d.value !== undefined);
   if (contents.length !== 1) {
     r.errors.push(`${file}: must hold exactly one YAML document (one domain), found ${contents.length}`);
     return { ok: false, errors: r.errors };
   }
-  const root: unknown = contents[0]!.toJS({ maxAliasCount: 100 });
+  const root: unknown = contents[0]!.value;
   if (!isObj(root)) {
     r.error('domain', 'must be a mapping with domain and descriptors');
     return { ok: false, errors: r.errors };

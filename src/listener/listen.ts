@@ -6,7 +6,7 @@
  * are ordinary and by an `http` server from the first one that is not. Every handler receives the
  * compat request/response pair of its protocol (the quick path's has the members the proxy uses).
  *
- * Limits (`ListenerLimits`, each with a production default): a client has `headersTimeoutMs` to
+ * Limits (`ListenerLimits`, ./limits.ts, each with a production default): a client has `headersTimeoutMs` to
  * choose a protocol and send a whole HTTP/1.1 request head (slowloris: 408, connection closed);
  * `maxConnections` connections at once (beyond, new ones are closed on accept and counted); a
  * connection with no request in flight for `idleTimeoutMs` is closed (HTTP/1.1 keep-alive timeout;
@@ -15,7 +15,7 @@
  * per session (beyond: REFUSED_STREAM); and an HTTP/2 session whose client resets more than
  * `maxStreamResetsPerSecond` unanswered streams in one second (rapid reset, CVE-2023-44487) gets
  * GOAWAY ENHANCE_YOUR_CALM and is closed. Malformed HTTP/1.1 gets 400/431/408 and the connection
- * closed, never an answer injected into a response already under way.
+ * closed, never an answer injected into a response already under way (./closing.ts).
  */
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -23,13 +23,16 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
-import { errorBody } from './errors.js';
-import { ERRORS, type ErrorCode } from '../filter/index.js';
-import { overHttp2 } from './sanitize.js';
 import { MESH_CIPHERSUITES } from '../mesh/index.js';
-import { MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW } from './upstreams.js';
+import { ClosingConnections } from './closing.js';
+import { DEFAULT_LIMITS, MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW, type ListenerLimits } from './limits.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+/** The request came on an HTTP/2 stream (whatever version an HTTP/1 request line may claim). */
+export function overHttp2(req: http.IncomingMessage | http2.Http2ServerRequest): boolean {
+  return (req as { stream?: unknown }).stream !== undefined;
+}
 
 export interface ListenerHandlers {
   request(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void;
@@ -65,37 +68,6 @@ export interface ListenerOptions {
   /** Told about what the limits turned away (for metrics). */
   events?: ListenerEvents;
 }
-
-/** Per-listener protection limits; an absent member takes its default (`DEFAULT_LIMITS`). */
-export interface ListenerLimits {
-  /**
-   * Time a client has, from connecting (or from the end of its previous request), to send a whole
-   * HTTP/1.1 request head, and to send enough bytes to pick a protocol. Past it: 408 and close.
-   */
-  readonly headersTimeoutMs?: number;
-  /**
-   * A connection with no request in flight this long is closed: HTTP/1.1 keep-alive connections
-   * between requests, HTTP/2 sessions with no open stream (GOAWAY, then close).
-   */
-  readonly idleTimeoutMs?: number;
-  /** Connections open at once; 0: unlimited. Beyond it new connections are closed on accept. */
-  readonly maxConnections?: number;
-  /** HTTP/1.1 requests served on one connection (the last answer says `Connection: close`); 0: unlimited. */
-  readonly maxRequestsPerConnection?: number;
-  /** HTTP/2 streams open at once in one session (SETTINGS_MAX_CONCURRENT_STREAMS). */
-  readonly maxConcurrentStreams?: number;
-  /** HTTP/2 streams one session may see aborted (client resets) in one second before it is closed. */
-  readonly maxStreamResetsPerSecond?: number;
-}
-
-export const DEFAULT_LIMITS: Required<ListenerLimits> = Object.freeze({
-  headersTimeoutMs: 66_000,
-  idleTimeoutMs: 65_000,
-  maxConnections: 16_384,
-  maxRequestsPerConnection: 0,
-  maxConcurrentStreams: 1000,
-  maxStreamResetsPerSecond: 200,
-});
 
 export interface ListenerEvents {
   /** A connection was closed on accept: `maxConnections` were already open. */
@@ -139,7 +111,7 @@ function http2Settings(limits: Required<ListenerLimits>): http2.Settings {
     maxConcurrentStreams: limits.maxConcurrentStreams,
     enablePush: false,
     maxHeaderListSize: MAX_HEADER_SIZE,
-    // See upstreams.ts: a larger window than the 64 KiB default, granted only as data is read.
+    // See limits.ts: a larger window than the 64 KiB default, granted only as data is read.
     initialWindowSize: STREAM_WINDOW,
   };
 }
@@ -384,7 +356,7 @@ function inFlightResponse(socket: Duplex): http.ServerResponse | null | undefine
 
 /**
  * Peek at the first bytes and hand the socket to the server that speaks its protocol (also used for
- * the connections a mesh listener's CONNECT hands over: src/proxy/dataplane.ts).
+ * the connections a mesh listener's CONNECT hands over: src/proxy/entry/outbound.ts).
  */
 export function sniff(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, timeoutMs: number, quick: DownstreamOptions | undefined): void {
   let seen: Buffer | undefined;
@@ -462,86 +434,6 @@ function replayWithoutUpgrade(server: http.Server, req: http.IncomingMessage, so
   server.emit('connection', socket);
 }
 
-/** How long a connection that got a 400/408/431 may stay open for the client to read it. */
-const ERROR_LINGER_MS = 1000;
-
-/**
- * HTTP/1.1 connections that serve no further request (RFC 9112 §9.6). Node's server parses every
- * request pipelined in one read and emits each at once, queueing their answers; so a request the
- * proxy refuses and closes on (bad framing, two Hosts, an HTTP version it does not speak) is
- * usually followed, in the same turn, by whatever the client pipelined behind it. Once an answer
- * on a connection says `Connection: close` (or the client's request did), every later request on
- * it is dropped unanswered, upgrades and CONNECTs included, and the connection closes after the
- * answers before it.
- *
- * A head Node's parser rejects (400, 431, 408, or bytes after a request that asked to close) while
- * earlier answers are still being written waits for them: they go out whole, then the error answer
- * (none for bytes after `Connection: close`: the client said it was done), then the close. Only an
- * error inside the body of the request being answered cuts it: that request is aborted upstream
- * and, if its answer had started, the connection is destroyed without an error spliced in.
- */
-class ClosingConnections {
-  private readonly sockets = new WeakSet<Duplex>();
-  /** Connections whose parser failed (it may report the same failure again on the next read). */
-  private readonly failed = new WeakSet<Duplex>();
-  /** Each connection's latest request and its answer. */
-  private readonly latest = new WeakMap<Duplex, http.ServerResponse>();
-
-  /** True (and nothing is to be served) when the request's connection is closing. */
-  refuses(req: http.IncomingMessage): boolean {
-    return this.sockets.has(req.socket);
-  }
-
-  /** After the handler ran: an answer that closes the connection closes it to later requests. */
-  after(req: http.IncomingMessage, res: http.ServerResponse): void {
-    this.latest.set(req.socket, res);
-    if (!res.shouldKeepAlive || (res as http.ServerResponse & { _last?: boolean })._last === true) this.sockets.add(req.socket);
-  }
-
-  /** An upgrade or CONNECT handler that is not run on a closing connection. */
-  guard<A extends unknown[]>(handler: (req: http.IncomingMessage, ...rest: A) => void): (req: http.IncomingMessage, ...rest: A) => void {
-    return (req, ...rest) => {
-      if (!this.refuses(req)) handler(req, ...rest);
-    };
-  }
-
-  /** Node's parser rejected what came on `socket` (its 'clientError'). */
-  clientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-    if (err.code === 'ECONNRESET') return void socket.destroy();
-    // The parser reports its failure again on every later read: answered once.
-    if (this.failed.has(socket)) return;
-    this.failed.add(socket);
-    // An answer on it already said `Connection: close` (or its request did).
-    const closing = this.sockets.has(socket);
-    this.sockets.add(socket);
-    const last = this.latest.get(socket);
-    const pending = last !== undefined && !last.writableFinished && !last.destroyed;
-    if (pending && !last.req.complete && !last.writableEnded) {
-      // The error is in the body of the request being answered, which is cut: an error answer
-      // only while nothing of its answer went out.
-      if (last.headersSent || !socket.writable) return void socket.destroy();
-      return sendClientError(err, socket);
-    }
-    if (closing || err.code === 'HPE_CLOSED_CONNECTION') {
-      // What came after a request or an answer that closes the connection is ignored, as nginx
-      // does: Node's server closes the connection once that answer is out.
-      if (!pending) endThenDestroy(socket);
-      return;
-    }
-    if (pending) {
-      // A later request went bad: the answers before it first, then the error and the close.
-      last.once('finish', () => (socket.writable ? sendClientError(err, socket) : endThenDestroy(socket)));
-      last.once('close', () => (last.writableFinished ? undefined : socket.destroy()));
-      return;
-    }
-    if (!socket.writable) return void socket.destroy();
-    sendClientError(err, socket);
-  }
-}
-
-/** A request line whose version is well formed (one the parser does not speak: 505, not 400). */
-const WELL_FORMED_VERSION = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [^ \r\n]+ HTTP\/\d+\.\d+\r\n/;
-
 /**
  * The certificate each client of a TLS server presented, read as its handshake ends. Node refuses a
  * client certificate that fails verification by destroying the socket before 'tlsClientError', and
@@ -558,43 +450,4 @@ function presentedCertificates(server: tls.Server): WeakMap<tls.TLSSocket, tls.P
     socket.prependOnceListener('secure', () => presented.set(socket, socket.getPeerCertificate()));
   });
   return presented;
-}
-
-/** Close once what was written is out; a client that never closes its side is dropped after a while. */
-function endThenDestroy(socket: Duplex): void {
-  socket.end();
-  lingerThenDestroy(socket);
-}
-
-function lingerThenDestroy(socket: Duplex): void {
-  // end() only half-closes: a client that never closes its side would hold the connection forever.
-  setTimeout(() => socket.destroy(), ERROR_LINGER_MS).unref();
-}
-
-/**
- * Malformed requests get the status Node's parser chose, with a JSON body where we can write one,
- * and the connection is closed.
- */
-function sendClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  let status: number = ERRORS.BAD_REQUEST.status;
-  let message: string = ERRORS.BAD_REQUEST.message;
-  let code: ErrorCode = 'BAD_REQUEST';
-  if (err.code === 'HPE_HEADER_OVERFLOW') {
-    code = 'HEADERS_TOO_LARGE';
-    ({ status, message } = ERRORS[code]);
-  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
-    // (No code of its own: a 408 is only ever Node's parser's.)
-    status = 408;
-    message = 'request timeout';
-  } else if (err.code === 'HPE_INVALID_VERSION' && WELL_FORMED_VERSION.test(err.rawPacket?.toString('latin1', 0, 8192) ?? '')) {
-    code = 'HTTP_VERSION_NOT_SUPPORTED';
-    ({ status, message } = ERRORS[code]);
-  } else if (err.code) {
-    message = `bad request: ${err.code.replace(/^HPE_/, '').toLowerCase().replace(/_/g, ' ')}`;
-  }
-  const body = errorBody(status, message, code, '');
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-  lingerThenDestroy(socket);
 }

@@ -9,15 +9,15 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { WorkloadModel } from '../config/model.js';
-import type { Metrics } from '../admin/metrics.js';
-import { egressPolicy, systemLookup, type EgressDestination, type Lookup } from '../firewall/egress.js';
-import { parseHostHeader } from '../routing/hosts.js';
-import type { HostPort } from '../routing/replicas.js';
-import type { Exchange } from './exchange.js';
-import { upstreamHeaders } from './headers.js';
-import { openTcpTunnel, rejectUpgrade } from './tunnel.js';
-import { ERRORS } from '../filter/index.js';
+import type { WorkloadModel } from '../../config/model.js';
+import type { Metrics } from '../../admin/metrics.js';
+import { egressPolicy, systemLookup, type EgressDestination, type Lookup } from '../../firewall/egress.js';
+import { parseHostHeader } from '../../routing/hosts.js';
+import type { HostPort } from '../../routing/replicas.js';
+import type { Exchange } from '../exchange.js';
+import { upstreamHeaders } from '../headers.js';
+import { openTcpTunnel, rejectUpgrade } from '../tunnel.js';
+import { ERRORS } from '../../filter/index.js';
 
 export interface EgressOptions {
   readonly metrics: Metrics;

@@ -1,0 +1,207 @@
+/**
+ * The replicas of `deployment` records (DESIGN §8b): each registered in the replica table as source
+ * `deployment` and probed, those named by DNS followed and expanded to one replica per address. A
+ * reload keeps every replica it does not change (its object, readiness and probe loop); the replicas
+ * it removes leave rotation at once and their pools close once their requests are over.
+ */
+import type { Logger } from 'pino';
+import type { DeploymentReplicaModel, ProbeModel, Snapshot } from '../config/model.js';
+import type { Deps } from '../deps.js';
+import type { Metrics } from '../admin/metrics.js';
+import { workloadTraffic, type ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
+import type { DataPlane } from '../proxy/dataplane.js';
+import { DEFAULT_PROBE, QuietSlots, quietWhileUnrouted, startProbing } from '../local/probe.js';
+import { formatHostPort, parseHostPort } from '../address.js';
+import { DnsDiscovery, dnsLookup } from '../discovery/dns.js';
+import { discoveredNameOf } from '../discovery/names.js';
+
+/**
+ * A ready deployment replica whose workload has had no request routed to it yet is checked once a
+ * minute instead of every period (Envoy's `no_traffic_healthy_interval` default): a router in front of
+ * thousands of workloads, most of them idle, would otherwise spend a connect per replica and period.
+ */
+export const QUIET_PROBE_PERIOD_MS = 60_000;
+
+/**
+ * The probe of a deployment replica whose workload sets none: a TCP connect every 5 s. The first
+ * probes are spread at random over a millisecond per replica, at most 10 s, so a small fleet is
+ * ready at once and ten thousand replicas are dialled about 1,000 a second: spread over one second,
+ * their connects took the whole second of CPU, and a router that had just turned ready answered
+ * its first request a second late. A request to a workload whose replicas are still waiting for
+ * that first check runs it at once (see the activator, src/proxy/activator.ts). Failures in between are
+ * caught sooner by outlier ejection, which needs no probe.
+ */
+function deploymentProbe(random: () => number, replicas: number): ProbeModel {
+  return { ...DEFAULT_PROBE, periodSeconds: 5, initialDelaySeconds: random() * Math.min(10, replicas / 1000) };
+}
+
+interface DeployedReplica {
+  readonly replica: Replica;
+  readonly stop: () => void;
+}
+
+/** What the deployment replicas use of their role's runtime. */
+export interface DeploymentContext {
+  readonly deps: Deps;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly registry: ReplicaRegistry;
+  readonly dataplane: DataPlane;
+  /** The snapshot in force (applied again when a DNS answer changes). */
+  readonly current: () => Snapshot;
+  readonly dnsServers?: readonly string[] | undefined;
+}
+
+export class DeploymentReplicas {
+  /** Deployment replicas by identity, with their probe loops. */
+  private deployed = new Map<string, DeployedReplica>();
+  /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
+  private readonly traffic = new Map<string, WorkloadTraffic>();
+  /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
+  private readonly quietSlots: QuietSlots;
+  /** Follows the DNS names of deployment replicas (DESIGN §8b); made when first needed. */
+  private dns: DnsDiscovery | undefined;
+  private closed = false;
+
+  constructor(private readonly ctx: DeploymentContext) {
+    this.quietSlots = new QuietSlots(ctx.deps.clock);
+  }
+
+  /** Replicas named by DNS are known (or their first lookup failed, logged). */
+  async firstLookups(): Promise<void> {
+    await this.dns?.firstLookups();
+  }
+
+  /**
+   * Replicas of `deployment` records: registered as source `deployment` and probed. A replica whose
+   * identity, addresses and probe are unchanged by a reload keeps its object, its readiness and its
+   * probe loop, so a reload never takes healthy replicas out of rotation.
+   */
+  apply(snapshot: Snapshot): void {
+    const previous = this.deployed;
+    const next = new Map<string, DeployedReplica>();
+    const expanded = new Map<string, DeploymentReplicaModel[]>();
+    const names = new Set<string>();
+    let total = 0;
+    for (const [key, list] of snapshot.deployments) {
+      const out = this.expandByDns(list, names);
+      expanded.set(key, out);
+      total += out.length;
+    }
+    this.dns?.track(names);
+    const replicas: Replica[] = [];
+    const probeDeps = { ...this.ctx.deps, registry: this.ctx.registry, logger: this.ctx.logger };
+    for (const [key, list] of expanded) {
+      const workload = snapshot.workloads.get(key);
+      if (!workload) continue;
+      let traffic = this.traffic.get(key);
+      if (!traffic) this.traffic.set(key, (traffic = workloadTraffic()));
+      const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS, this.quietSlots);
+      const portNumber = workload.primaryPort?.number ?? 0;
+      const probe = workload.containers[0]?.readinessProbe;
+      const probeIdentity = JSON.stringify(probe ?? null);
+      for (const d of list) {
+        // Not the index: a replica found by DNS keeps its object (readiness, probe, requests in
+        // flight) when another address comes or goes and its place in the answer moves.
+        const identity = JSON.stringify([key, d.location, d.name, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
+        let deployed = previous.get(identity);
+        if (deployed) {
+          previous.delete(identity);
+          deployed.replica.index = d.index;
+        } else {
+          const app = parseHostPort(d.address);
+          const replica: Replica = {
+            workload: key,
+            location: d.location,
+            name: d.name,
+            index: d.index,
+            ports: new Map([[portNumber, app]]),
+            ...(d.sidecar ? { sidecar: parseHostPort(d.sidecar) } : {}),
+            ...(d.mesh ? { mesh: parseHostPort(d.mesh) } : {}),
+            ready: false,
+            outstanding: 0,
+            ejectedUntil: 0,
+            traffic,
+          };
+          const stop = d.forcedNotReady
+            ? () => undefined
+            : startProbing(replica, probe ?? deploymentProbe(this.ctx.deps.random, total), () => app, probeDeps, quiet);
+          deployed = { replica, stop };
+        }
+        next.set(identity, deployed);
+        replicas.push(deployed.replica);
+      }
+    }
+    // Gone (a record changed, or an address left its name's answer): out of rotation now; the
+    // pools finish the requests in flight before they close (Upstreams.forget).
+    for (const gone of previous.values()) {
+      gone.stop();
+      const { dataplane } = this.ctx;
+      const upstreams = dataplane.upstreams;
+      if (gone.replica.mesh) dataplane.forgetMesh(gone.replica.mesh);
+      if (gone.replica.sidecar) upstreams.forget(gone.replica.sidecar);
+      else for (const address of gone.replica.ports.values()) upstreams.forget(address);
+    }
+    for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
+    this.deployed = next;
+    this.ctx.registry.replace('deployment', replicas);
+  }
+
+  /**
+   * A workload's deployment replicas with every entry named by DNS replaced by one replica per address
+   * of its name's last answer (`NAME@ADDRESS`, in address order; none before the first answer), and
+   * each location's replicas numbered again in that order. Collects the names into `names`.
+   */
+  private expandByDns(list: readonly DeploymentReplicaModel[], names: Set<string>): DeploymentReplicaModel[] {
+    const out: DeploymentReplicaModel[] = [];
+    const next = new Map<string, number>();
+    const place = (d: DeploymentReplicaModel): void => {
+      const index = next.get(d.location) ?? 0;
+      next.set(d.location, index + 1);
+      out.push(index === d.index ? d : { ...d, index });
+    };
+    for (const d of list) {
+      const { name } = discoveredNameOf(d);
+      if (name === undefined) {
+        place(d);
+        continue;
+      }
+      names.add(name);
+      this.dns ??= this.openDns();
+      for (const ip of this.dns.addresses(name) ?? []) {
+        const at = (address: string | undefined): string | undefined =>
+          address === undefined ? undefined : formatHostPort({ host: ip, port: parseHostPort(address).port });
+        place({
+          ...d,
+          name: `${d.name}@${ip}`,
+          address: at(d.address)!,
+          ...(d.sidecar !== undefined ? { sidecar: at(d.sidecar)! } : {}),
+          ...(d.mesh !== undefined ? { mesh: at(d.mesh)! } : {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  /** The DNS follower, made when a deployment first names a replica by DNS. */
+  private openDns(): DnsDiscovery {
+    const dns = new DnsDiscovery({
+      lookup: dnsLookup(this.ctx.dnsServers),
+      clock: this.ctx.deps.clock,
+      logger: this.ctx.logger.child({ component: 'dns' }),
+      observe: (name, outcome, addresses) => this.ctx.metrics.observeDns(name, outcome, addresses),
+    });
+    dns.on('change', () => {
+      if (!this.closed) this.apply(this.ctx.current());
+    });
+    return dns;
+  }
+
+  /** Every probe loop stopped, the DNS follower closed. */
+  close(): void {
+    this.closed = true;
+    for (const d of this.deployed.values()) d.stop();
+    this.deployed.clear();
+    this.dns?.close();
+  }
+}
