@@ -219,7 +219,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   });
   // Health per workload and location (src/local/workloads.ts): `/workloads`, the gauge, and a line per change.
   runtime.upReplicas = () => supervisor.replicaStates();
-  const health = new HealthWatch(() => runtime.workloads(), runtime.replicas, runtime.deps.clock, (change) => {
+  const health = new HealthWatch((only) => runtime.workloads(only), runtime.replicas, runtime.deps.clock, (change) => {
     const s = change.status;
     logger.info({ workload: s.workload, gvc: s.gvc, location: s.location, health: s.health, from: change.from ?? null, ready: s.ready, replicas: s.replicas }, 'workload health');
     options.onHealthChange?.(change);

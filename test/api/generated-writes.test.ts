@@ -11,9 +11,8 @@ import t from 'tap';
 import http from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
+import type { Up } from '../../src/roles/up.js';
+import { upOnFile } from '../helpers/api.js';
 import { request } from '../helpers/harness.js';
 import { tempDir } from '../mesh/fixtures.js';
 import { prng, testSeed } from '../helpers/seed.js';
@@ -48,16 +47,7 @@ t.test(`generated writes, file edits and restarts agree (seed ${SEED})`, async (
   const writeFileRecords = (): Promise<void> => writeFile(file, JSON.stringify([...BASE, ...[...fileRecords].map(([n, d]) => workload(n, d))]));
   await writeFileRecords();
   const model = new Map<string, string>(fileRecords);
-  const start = (): Promise<Up> => startUp({
-    settings: defaultSettings,
-    configPaths: [file],
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', pageSize: 2 },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const start = (): Promise<Up> => upOnFile(dir, file, 2);
   let up = await start();
   t.teardown(() => up.stop(1000));
   const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();
