@@ -28,6 +28,10 @@ export const CLIENT_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   header: { type: 'string', short: 'H', multiple: true },
   file: { type: 'string', short: 'f' },
+  shell: { type: 'string', short: 's' },
+  location: { type: 'string' },
+  replica: { type: 'string' },
+  container: { type: 'string' },
 } as const;
 
 export type ClientOption = keyof typeof CLIENT_OPTIONS;
@@ -58,6 +62,12 @@ export interface ClientArgs {
   readonly help: boolean;
   readonly header: readonly string[];
   readonly file?: string;
+  readonly shell?: string;
+  readonly location?: string;
+  readonly replica?: string;
+  readonly container?: string;
+  /** The words after `--` (`connect W -- CMD ARGS`); undefined without `--`. */
+  readonly after?: readonly string[];
   /** The options given on the command line, by name. */
   readonly given: ReadonlySet<ClientOption>;
 }
@@ -121,13 +131,19 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     if (!/^-?\d+$/.test(v.max.trim())) throw new UsageError(`--max must be a whole number (below 1: all), not ${JSON.stringify(v.max)}`);
     max = Number(v.max);
   }
-  for (const name of ['profile', 'org', 'gvc', 'token', 'endpoint', 'vendor'] as const) {
+  for (const name of ['profile', 'org', 'gvc', 'token', 'endpoint', 'vendor', 'shell', 'location', 'replica', 'container'] as const) {
     if (v[name] === '') throw new UsageError(`--${name} needs a value`);
   }
   const output = oneOf('output', v.output, OUTPUTS);
   const ts = oneOf('ts', v.ts, TIMESTAMPS);
+  // Positionals after `--` are the command `connect` runs, not the client's words.
+  const terminator = parsed.tokens.find((tk) => tk.kind === 'option-terminator')?.index;
+  const positional = (after: boolean): string[] => parsed.tokens
+    .filter((tk): tk is Extract<typeof tk, { kind: 'positional' }> => tk.kind === 'positional' && (terminator !== undefined && tk.index > terminator) === after)
+    .map((tk) => tk.value);
   return {
-    words: parsed.positionals,
+    words: positional(false),
+    ...(terminator !== undefined ? { after: positional(true) } : {}),
     ...(v.profile !== undefined ? { profile: v.profile } : {}),
     ...(v.org !== undefined ? { org: v.org } : {}),
     ...(v.gvc !== undefined ? { gvc: v.gvc } : {}),
@@ -144,6 +160,10 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     help: v.help ?? false,
     header: v.header ?? [],
     ...(v.file !== undefined ? { file: v.file } : {}),
+    ...(v.shell !== undefined ? { shell: v.shell } : {}),
+    ...(v.location !== undefined ? { location: v.location } : {}),
+    ...(v.replica !== undefined ? { replica: v.replica } : {}),
+    ...(v.container !== undefined ? { container: v.container } : {}),
     given,
   };
 }

@@ -17,6 +17,9 @@ import type { Session } from './session.js';
 import { exported } from './exporters.js';
 import { ClientError } from './errors.js';
 
+/** How a command `connect` ran ended: its exit code, or why it could not start. */
+export type RunResult = { readonly code: number } | { readonly error: NodeJS.ErrnoException };
+
 export interface ClientIo {
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
@@ -27,6 +30,8 @@ export interface ClientIo {
   now(): Date;
   sleep(ms: number): Promise<void>;
   random(): number;
+  /** Runs a command with these streams (`connect`); resolves when it has exited. */
+  run(command: string, args: readonly string[], opts: { readonly env: Readonly<Record<string, string>>; readonly cwd: string }): Promise<RunResult>;
 }
 
 export interface ClientContext {

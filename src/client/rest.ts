@@ -8,7 +8,8 @@
  * the answer is printed as it came. `edit` is edit.ts.
  */
 import { checkTakes, parseHeader, SHARED_OPTIONS, UsageError, type ClientOption } from './args.js';
-import { ClientError, printAnswer, readBody, requestPath, type ClientContext } from './context.js';
+import { ClientError, printAnswer, readBody, type ClientContext } from './context.js';
+import { pathOf } from './scope.js';
 import { linkOf } from './format/cells.js';
 import { runEdit } from './edit.js';
 import { exporterOf } from './exporters.js';
@@ -81,7 +82,7 @@ export async function withPages(ctx: ClientContext, first: unknown, max: number)
 
 export async function runRest(ctx: ClientContext, verb: RestVerb, typed: string): Promise<number> {
   const { client, args, session } = ctx;
-  const path = requestPath(typed, session);
+  const path = await pathOf(ctx, typed);
   const headers = args.header.map(parseHeader);
   // An endpoint that cannot render -o tf|crd refuses before anything is sent.
   if ((session.output === 'tf' || session.output === 'crd') && verb !== 'delete') await exporterOf(ctx, session.output);

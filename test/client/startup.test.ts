@@ -59,6 +59,8 @@ t.test('which command lines are the client\'s', async (t) => {
   t.equal(clientCommandOf(['rest', 'get', '/x']), 'rest');
   t.equal(clientCommandOf(['--org', 'acme', '-o', 'json', 'rest', 'get']), 'rest', 'options and their values before the command');
   t.equal(clientCommandOf(['help', 'rest']), 'rest');
+  t.equal(clientCommandOf(['--gvc', 'shop', 'connect', 'api', '--', 'curl']), 'connect');
+  t.equal(clientCommandOf(['--location', 'loc1', '--replica', 'api-0', 'connect']), 'connect', 'connect\'s options and their values before the command');
   t.equal(clientCommandOf(['-v', 'rest']), 'rest');
   t.equal(clientCommandOf(['--color=false', '--output=json', 'rest']), 'rest');
   for (const argv of [['up'], ['--help'], [], ['help'], ['-c', 'rest', 'validate'], ['--config=x', 'rest'], ['validate', '--config', 'rest'], ['explain', 'rest'], ['--', 'rest']]) {
@@ -77,6 +79,10 @@ t.test('rest get loads the client only', async (t) => {
   t.same(json.modules.filter(isDependency), [], 'none of the dependencies: not pino, undici, js-yaml or string-width');
   const yaml = await loaded(['rest', 'get', '/org/acme', '-o', 'yaml', '--endpoint', `http://127.0.0.1:${port}`]);
   t.same([...new Set(yaml.modules.filter(isDependency).map((m) => m.split('/')[1]))], ['js-yaml'], 'YAML (the error printed as YAML): js-yaml only');
+  const connect = await loaded(['connect', 'api', '--gvc', 'shop', '--org', 'acme', '--endpoint', `http://127.0.0.1:${port}`, '--', 'true']);
+  t.equal(connect.code, 1, 'connect ran (the endpoint refused)');
+  t.same(connect.modules.filter((m) => (m.startsWith('dist/') || m.startsWith('bin/')) && !m.startsWith('dist/client/') && m !== 'bin/svcproxy.js' && m !== 'dist/config/suggest.js'), [], 'connect: nothing of the data plane');
+  t.same(connect.modules.filter(isDependency), [], 'connect: none of the dependencies');
 });
 
 t.test('the data plane\'s commands start its entry', async (t) => {
