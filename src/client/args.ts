@@ -32,6 +32,14 @@ export const CLIENT_OPTIONS = {
   location: { type: 'string' },
   replica: { type: 'string' },
   container: { type: 'string' },
+  replace: { type: 'boolean', short: 'r' },
+  match: { type: 'string' },
+  property: { type: 'string', multiple: true },
+  prop: { type: 'string', multiple: true },
+  tag: { type: 'string', multiple: true },
+  rel: { type: 'string', multiple: true },
+  'requested-max': { type: 'string' },
+  status: { type: 'string' },
 } as const;
 
 export type ClientOption = keyof typeof CLIENT_OPTIONS;
@@ -66,6 +74,17 @@ export interface ClientArgs {
   readonly location?: string;
   readonly replica?: string;
   readonly container?: string;
+  /** `quota edit --replace`: PUT the edited resource whole. */
+  readonly replace?: boolean;
+  /** `quota query`: `--match`, and the `--prop` (`--property`), `--tag`, `--rel` expressions as given. */
+  readonly match?: 'all' | 'any' | 'none';
+  readonly property: readonly string[];
+  readonly tag: readonly string[];
+  readonly rel: readonly string[];
+  /** `quota request create --requested-max N`. */
+  readonly requestedMax?: number;
+  /** `quota request list --status S`. */
+  readonly status?: 'pending' | 'approved' | 'denied';
   /** The words after `--` (`connect W -- CMD ARGS`); undefined without `--`. */
   readonly after?: readonly string[];
   /** The options given on the command line, by name. */
@@ -135,6 +154,16 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     if (v[name] === '') throw new UsageError(`--${name} needs a value`);
   }
   const output = oneOf('output', v.output, OUTPUTS);
+  const match = oneOf('match', v.match, ['all', 'any', 'none'] as const);
+  const status = oneOf('status', v.status, ['pending', 'approved', 'denied'] as const);
+  let requestedMax: number | undefined;
+  if (v['requested-max'] !== undefined) {
+    if (!/^\d+$/.test(v['requested-max'].trim())) throw new UsageError(`--requested-max must be a whole number, not ${JSON.stringify(v['requested-max'])}`);
+    requestedMax = Number(v['requested-max']);
+  }
+  // --prop and --property are one option (the platform CLI's alias), in the order given.
+  const property = parsed.tokens.flatMap((tk) => (tk.kind === 'option' && (tk.name === 'prop' || tk.name === 'property') && tk.value !== undefined ? [tk.value] : []));
+  if (given.delete('prop')) given.add('property');
   const ts = oneOf('ts', v.ts, TIMESTAMPS);
   // Positionals after `--` are the command `connect` runs, not the client's words.
   const terminator = parsed.tokens.find((tk) => tk.kind === 'option-terminator')?.index;
@@ -164,6 +193,13 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     ...(v.location !== undefined ? { location: v.location } : {}),
     ...(v.replica !== undefined ? { replica: v.replica } : {}),
     ...(v.container !== undefined ? { container: v.container } : {}),
+    ...(v.replace !== undefined ? { replace: v.replace } : {}),
+    ...(match !== undefined ? { match } : {}),
+    property,
+    tag: v.tag ?? [],
+    rel: v.rel ?? [],
+    ...(requestedMax !== undefined ? { requestedMax } : {}),
+    ...(status !== undefined ? { status } : {}),
     given,
   };
 }

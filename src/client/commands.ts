@@ -10,6 +10,7 @@ import type { ClientContext } from './context.js';
 import { restHelp } from './help.js';
 import { REST_VERBS, restCommand, runRest, type RestVerb } from './rest.js';
 import { connectCommand, connectHelp, runConnect } from './connect.js';
+import { QUOTA_VERBS, quotaCommand, quotaHelp, runQuota, type QuotaVerb } from './quota.js';
 import type { ClientCommand } from './words.js';
 
 export interface ClientCommandSpec {
@@ -28,6 +29,14 @@ export const COMMAND_SPECS: { readonly [C in ClientCommand]: ClientCommandSpec }
     prepare: (verb, words, args) => {
       const { path } = restCommand([verb, ...words, ...(args.after ?? [])], args);
       return (ctx) => runRest(ctx, verb as RestVerb, path);
+    },
+  },
+  quota: {
+    verbs: QUOTA_VERBS,
+    help: (verb) => quotaHelp(verb as QuotaVerb | undefined),
+    prepare: (verb, words, args) => {
+      const command = quotaCommand(verb as QuotaVerb, [...words, ...(args.after ?? [])], args);
+      return (ctx) => runQuota(ctx, command);
     },
   },
   connect: {

@@ -36,6 +36,14 @@ export const OPTION_HELP: { readonly [O in ClientOption]: OptionHelp } = {
   shell: { value: 'SHELL', about: 'connect: the shell to run (without -- CMD)', default: 'bash' },
   location: { value: 'LOCATION', about: 'connect: the location of the replica', default: 'the GVC\'s first location with a replica running, said on stderr' },
   replica: { value: 'REPLICA', about: 'connect: the replica', default: 'its first (a ready one first), said on stderr' },
+  replace: { about: 'quota edit: send the edited quota whole (PUT) instead of what changed (PATCH)' },
+  match: { value: 'all|any|none', about: 'quota query: which terms an item must match', default: 'all' },
+  property: { value: 'EXPR', about: 'quota query: a property term: name=x, name~x (contains), name!=x, name>3, name>=3, name<3, name (exists), name! (does not), ~x (any property contains); repeatable' },
+  prop: { value: 'EXPR', about: 'quota query: the same as --property' },
+  tag: { value: 'EXPR', about: 'quota query: a tag term, as --property; repeatable' },
+  rel: { value: 'EXPR', about: 'quota query: a relation term, as --property (rel=gvc-name); repeatable' },
+  'requested-max': { value: 'N', about: 'quota request create: the max asked for' },
+  status: { value: 'STATUS', about: 'quota request list: only those pending, approved or denied' },
   container: { value: 'NAME', about: 'connect: the container', default: 'the only one, else the first with ports, else the first; said on stderr' },
 };
 

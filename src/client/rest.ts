@@ -55,12 +55,12 @@ function sameOriginTarget(ctx: ClientContext, link: string, what: string): strin
 }
 
 /**
- * A list with its further pages (`rel: next`) appended up to `max` items (below 1: all), the last
+ * A list (or a query's result) with its further pages (`rel: next`) appended up to `max` items (below 1: all), the last
  * page's links kept (so they still say where to continue); the note to print when more exist.
  */
 export async function withPages(ctx: ClientContext, first: unknown, max: number): Promise<{ body: unknown; notice?: string }> {
   const list = first as { kind?: unknown; items?: unknown; links?: unknown } | null;
-  if (list === null || typeof list !== 'object' || list.kind !== 'list' || !Array.isArray(list.items)) return { body: first };
+  if (list === null || typeof list !== 'object' || (list.kind !== 'list' && list.kind !== 'queryresult') || !Array.isArray(list.items)) return { body: first };
   const items: unknown[] = [...list.items];
   let links = list.links;
   let next = linkOf(list, 'next');

@@ -242,6 +242,7 @@ export function openSession(args: ClientArgs, ctx: SessionEnv): Session {
 
   const format = profile?.format ?? {};
   const output = args.output ?? format.output ?? 'text';
+  sources.output = args.output !== undefined ? 'flag' : format.output !== undefined ? 'profile' : 'default';
   const ts = args.ts ?? format.ts ?? 'iso';
   if (!(OUTPUTS as readonly string[]).includes(output)) throw new SessionError(`profile ${chosen?.name ?? ''}: format.output must be one of ${OUTPUTS.join(', ')}, not ${JSON.stringify(output)}`);
   if (!(TIMESTAMPS as readonly string[]).includes(ts)) throw new SessionError(`profile ${chosen?.name ?? ''}: format.ts must be one of ${TIMESTAMPS.join(', ')}, not ${JSON.stringify(ts)}`);
