@@ -13,7 +13,7 @@
 import t from 'tap';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runBin, runClient } from '../helpers/client.js';
+import { runBin, runClient, startApi } from '../helpers/client.js';
 import { NODE, echoContainer, meshWorkload, startMeshUp, tempDir } from '../mesh/fixtures.js';
 
 const IDLE = 'setInterval(() => {}, 1 << 30)';
@@ -129,4 +129,20 @@ t.test('svcproxy connect under up', async (t) => {
     t.equal(learned.stdout, 'g1\ng2\n');
     t.match(learned.stderr, 'svcproxy: org acme (the endpoint\'s only org, GET /org)');
   });
+});
+
+t.test('a workload up runs nothing for: 404, with the reason, and nothing run', async (t) => {
+  const api = await startApi(t, [
+    { kind: 'org', name: 'acme' },
+    { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
+    { kind: 'gvc', name: 'shop', spec: { staticPlacement: { locationLinks: ['//location/aws-us-east-2'] } } },
+    { kind: 'workload', name: 'api', gvc: 'shop', spec: { type: 'standard', containers: [{ name: 'app', image: 'api:1', ports: [{ number: 8080, protocol: 'http' }] }] } },
+  ]);
+  const marker = path.join(api.dir, 'ran');
+  const r = await runClient(['connect', 'api', '--', 'touch', marker], { env: { SVCPROXY_API: api.address, HOME: api.dir }, cwd: api.dir });
+  t.equal(r.code, 1);
+  t.match(r.stderr, "Defaulting to gvc 'shop' because no gvc was specified in the command.", 'the org\'s only GVC, said');
+  t.match(r.stderr, /"message": "workload api has no replica running \(not started yet, scaled to zero, or nothing up runs: a container without a command\)"/);
+  t.match(r.stderr, '"status": 404');
+  await t.rejects(readFile(marker), 'nothing was run');
 });
