@@ -54,6 +54,12 @@ t.test('svcproxy connect under up', async (t) => {
     t.equal(vars, `caller caller-0 ${side.env.SVC_TOKEN} `, 'the side container\'s own variables (no PORT: it has no ports)');
     t.equal(cwd, process.cwd(), 'the replicas\' folder: up\'s');
     t.equal(r.stderr, '', 'nothing defaulted, nothing said');
+    const shell = await runClient(['connect', 'caller', '--gvc', 'g1', '--shell', 'sh'], { ...local, stdin: 'echo "$SVC_WORKLOAD in $SVC_LOCATION"\nexit 4\n' });
+    t.equal(shell.code, 4, 'the shell, reading its commands from stdin (not a terminal): its exit code');
+    t.equal(shell.stdout, 'caller in loc1\n');
+    const bash = await runClient(['connect', 'caller', '--gvc', 'g1'], { ...local, stdin: 'echo "$BASH_VERSION" | cut -c1-1\n' });
+    t.equal(bash.code, 0);
+    t.match(bash.stdout, /^\d\n$/, 'bash by default');
     const killed = await runClient(['connect', 'caller', '--gvc', 'g1', '--', 'sh', '-c', 'kill -TERM $$'], local);
     t.equal(killed.code, 128 + 15, 'a signal: 128+N');
     const missing = await runClient(['connect', 'caller', '--gvc', 'g1', '--', 'no-such-command-here'], local);
