@@ -155,6 +155,8 @@ export async function startUp(options: UpOptions): Promise<Up> {
       book,
       nowMs: runtime.deps.clock.now(),
     }, key),
+    // `-connect` (svcproxy connect): the processes of a workload's replicas, with their environment.
+    replicaProcesses: (key) => supervisor?.processes().filter((p) => p.workload === key) ?? [],
     endpointUrl: (host) => ingress === undefined ? `http://${host}` : `${ingress.tls ? 'https' : 'http'}://${host}${ingress.address.port === (ingress.tls ? 443 : 80) ? '' : `:${ingress.address.port}`}`,
     ...(options.api?.pageSize !== undefined ? { pageSize: options.api.pageSize } : {}),
     ...(options.api?.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: options.api.bodyTimeoutMs } : {}),

@@ -79,6 +79,9 @@ t.test('the permissions', async (t) => {
   // A quota's max and an increase request's decision are the operator's (the platform's staff decide them).
   t.same([may(anonymous, 'operate'), may(without, 'operate'), may(withId, 'operate'), may({ kind: 'operator' }, 'operate')],
     ['403 permission_denied', '403 permission_denied', '403 permission_denied', 'ok']);
+  // A replica's environment holds its SVC_TOKEN: the operator key's only, even for a workload with an identity.
+  t.same([may(anonymous, 'connect'), may(without, 'connect'), may(withId, 'connect'), may({ kind: 'operator' }, 'connect')],
+    ['403 permission_denied', '403 permission_denied', '403 permission_denied', 'ok']);
 });
 
 const SEED = testSeed('API_TOKEN_SEED', 20261127);

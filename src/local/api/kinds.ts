@@ -16,6 +16,7 @@ import { workloadReadiness, type DeploymentStatus } from '../deployments.js';
 import type { ApiContext } from './context.js';
 import { ApiError } from './errors.js';
 import { patchOrg } from './org.js';
+import { connectAnswer } from './connect.js';
 import { PERMISSIONS } from './permissions.js';
 import { QUOTA_ROUTES, quotaEntries, quotaLookup } from './quota-api.js';
 import type { CollectionVerb, ItemVerb, KindRow } from './row.js';
@@ -176,6 +177,8 @@ export const KINDS: readonly KindRow[] = [
           return { status: 200, body: deploymentView(ctx, record, gvc!, d) };
         },
       },
+      // up's own (svcproxy connect): a replica's environment and working directory, the operator key's only.
+      { path: '-connect', action: 'connect', run: (ctx, record, gvc) => connectAnswer(ctx, record, gvc!) },
     ],
   },
   {

@@ -1,7 +1,7 @@
 /**
  * The quota routes of the platform API (DESIGN §13; the platform CLI's `quota` commands, map.js):
  * a quota read by its id (its self link), or by its name when only one quota has it; `PATCH` of a
- * quota's `max` (and `description`, `tags`) by the operator key, kept as the quota's record
+ * quota's `max` (and `description`, `tags`) by the operator key (`PUT`: all three, as given), kept as the quota's record
  * (config/quotas.ts) in the record state like every API change; and the increase requests (spec,
  * Quota), `POST /org/O/quota/-request {quota, requestedMax}`, `GET /org/O/quota/-request[?status=S]`,
  * `GET` and `PATCH /org/O/quota/-request/ID`, kept in their quota's record.
@@ -84,12 +84,29 @@ function getQuota(ctx: ApiContext): Answer {
 }
 
 /** `PATCH /org/O/quota/:quota`: a merge patch of `max`, `description` and `tags`. */
-async function patchQuota(ctx: ApiContext): Promise<Answer> {
+function patchQuota(ctx: ApiContext): Promise<Answer> {
+  return changeQuota(ctx, (body, k) => (k in body ? { value: body[k] } : undefined));
+}
+
+/**
+ * `PUT /org/O/quota/:quota` (`cpln quota edit --replace`, `svcproxy quota edit -r`): the body is the
+ * quota's `max`, `description` and `tags`; one it leaves out goes back to its default (no description,
+ * no tags, the built-in max).
+ */
+function putQuota(ctx: ApiContext): Promise<Answer> {
+  return changeQuota(ctx, (body, k) => ({ value: k in body ? body[k] : null }));
+}
+
+/** A write of a quota's writable members: `member` says what the body sets each to (undefined: left as it is). */
+async function changeQuota(ctx: ApiContext, member: (body: Record<string, unknown>, k: string) => { value: unknown } | undefined): Promise<Answer> {
   const row = quotaOf(ctx, ctx.params.quota!);
   const body = await bodyObject(ctx);
   const given = versionOf(body);
   const patch: Record<string, unknown> = {};
-  for (const k of QUOTA_WRITABLE) if (k in body) patch[k] = body[k];
+  for (const k of QUOTA_WRITABLE) {
+    const set = member(body, k);
+    if (set !== undefined) patch[k] = set.value;
+  }
   const after = await writeQuota(ctx, row, (base, current) => {
     checkVersion('quota', quotaId(ctx.org, row.name, row.gvc), versionShown(current), given);
     try {
@@ -235,6 +252,7 @@ async function decideRequest(ctx: ApiContext): Promise<Answer> {
 export const QUOTA_ROUTES: readonly KindRoute[] = [
   { method: 'GET', path: ':quota', action: 'read', run: getQuota },
   { method: 'PATCH', path: ':quota', action: 'operate', run: patchQuota },
+  { method: 'PUT', path: ':quota', action: 'operate', run: putQuota },
   { method: 'POST', path: REQUESTS, action: 'write', run: createRequest },
   { method: 'GET', path: REQUESTS, action: 'read', run: listRequests },
   { method: 'GET', path: `${REQUESTS}/:id`, action: 'read', run: getRequest },

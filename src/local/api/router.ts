@@ -13,6 +13,7 @@ import type { Answer, ApiContext } from './context.js';
 import { KINDS } from './kinds.js';
 import type { Action } from './auth.js';
 import { permissionsAnswer } from './permissions.js';
+import { rootAnswer } from './root.js';
 import { nextQueryPage, postQuery } from './query.js';
 import { METHODS, type KindRow, type Method } from './row.js';
 import { collectionLink, deleteRecord, getItem, listRecords, patchRecord, putRecord, itemOf } from './writes.js';
@@ -85,6 +86,9 @@ export function buildRouter(rows: readonly KindRow[] = KINDS): ApiRouter {
     }
     for (const own of row.routes ?? []) add(own.method, `${collection}/${own.path}`, { action: own.action, row, run: own.run });
   }
+  // `GET /`: the references of everything above (root.ts), read as the org is.
+  const top = rows.find((r) => r.scope === 'root');
+  if (top) add('GET', '/', { action: 'read-org', row: top, run: (ctx) => rootAnswer(ctx, rows) });
   return {
     match(method, path) {
       const found = (METHODS as readonly string[]).includes(method) ? router.find(method as Method, path) : null;
