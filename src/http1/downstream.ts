@@ -24,6 +24,7 @@
 import type http from 'node:http';
 import type net from 'node:net';
 import { readPlainRequestHead } from './request-line.js';
+import { lingeringClose } from './linger.js';
 import { DownstreamBodyRequest, DownstreamRequest, DownstreamResponse, type MessageOwner } from './downstream-messages.js';
 
 export interface DownstreamOptions {
@@ -84,6 +85,8 @@ class DownstreamConnection implements MessageOwner {
   }
 
   private readonly onData = (chunk: Buffer): void => {
+    // Closing after its last answer (lingering): what the client still sends is dropped.
+    if (this.over) return;
     this.unread = this.unread === undefined ? chunk : Buffer.concat([this.unread, chunk]);
     if (this.body !== undefined) {
       this.feedBody();
@@ -106,7 +109,7 @@ class DownstreamConnection implements MessageOwner {
       this.unread = take === buf.length ? undefined : buf.subarray(take);
       this.bodyLeft -= take;
       // `body.push`, looked up each time: a body counter may have wrapped it.
-      if (!this.dropping && !body.push(take === buf.length ? buf : buf.subarray(0, take))) this.socket.pause();
+      if (!this.dropping && !body.push(take === buf.length ? buf : buf.subarray(0, take)) && !this.over) this.socket.pause();
     }
     if (this.bodyLeft > 0) return;
     this.body = undefined;
@@ -160,7 +163,7 @@ class DownstreamConnection implements MessageOwner {
     (this.socket as Tracked)._httpMessage = null;
     if (last) {
       this.over = true;
-      this.socket.destroySoon();
+      lingeringClose(this.socket);
       return;
     }
     const body = this.body;

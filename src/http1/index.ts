@@ -7,3 +7,4 @@ export { LENT_CHUNK_BYTES } from './connection.js';
 export { ResponseParser, UpstreamProtocolError, type HeaderMap, type ResponseSink } from './response-parser.js';
 export { requestHead, UpstreamRequestError, type BodyFraming } from './request-head.js';
 export { serveHttp1, type DownstreamOptions } from './downstream.js';
+export { lingeringClose, LINGER_MS } from './linger.js';

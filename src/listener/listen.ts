@@ -22,7 +22,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { serveHttp1, type DownstreamOptions } from '../http1/index.js';
+import { lingeringClose, serveHttp1, type DownstreamOptions } from '../http1/index.js';
 import { MESH_CIPHERSUITES } from '../mesh/index.js';
 import { ClosingConnections } from './closing.js';
 import { DEFAULT_LIMITS, MAX_HEADER_SIZE, SESSION_WINDOW, STREAM_WINDOW, type ListenerLimits } from './limits.js';
@@ -206,6 +206,11 @@ export async function listen(opts: ListenerOptions): Promise<Listener> {
     onRequest,
   );
   configureHttp1(h1, limits);
+  // Node's server closes a connection after its last answer with destroySoon(), both sides at once:
+  // a lingering close instead, as the quick path does (src/http1/linger.ts).
+  h1.on('connection', (socket: net.Socket) => {
+    socket.destroySoon = () => lingeringClose(socket);
+  });
   const upgrade = handlers.upgrade;
   if (upgrade) {
     h1.on('upgrade', closing.guard((req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
