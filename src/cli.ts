@@ -21,6 +21,7 @@ import { announceStart, logAdminListeners } from './summary.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { waitForSignals } from './signals.js';
 import { availableParallelism } from 'node:os';
+import cluster from 'node:cluster';
 import { parseWorkers } from './cluster/workers.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
@@ -306,9 +307,9 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     };
   }
   const workers = workersFrom(flags);
-  // node:cluster's own test (NODE_UNIQUE_ID is how it tells a worker it is one), so a single
-  // process loads neither node:cluster nor the cluster folder.
-  if (workers > 1 || process.env.NODE_UNIQUE_ID !== undefined) return (await import('./cluster/index.js')).runClustered(options, workers, graceMs);
+  // node:cluster itself costs nothing more (Node loads it for every listen); the folder is loaded
+  // only by the primary and the workers.
+  if (workers > 1 || cluster.isWorker) return (await import('./cluster/index.js')).runClustered(options, workers, graceMs);
   // A --location or --org the records contradict stops it here, before anything is bound (src/roles/place.ts).
   const runtime = await Runtime.start(options);
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {
