@@ -93,31 +93,22 @@ export function summarizeRows(specs: readonly RowSpec[], rounds: Map<string, Rou
     }
     rows.push(row);
   }
-  for (const ref of refs) {
+  const ratiosTo = (ref: string, value: (r: RoundResult | undefined) => number | undefined, into: (row: RowResult) => Record<string, number | undefined>): void => {
     const refRounds = rounds.get(ref) ?? [];
     for (const row of rows) {
       if (row.na) continue;
       const ratios: number[] = [];
       row.rounds.forEach((r, i) => {
-        const other = refRounds[i];
-        if (valid(r) && other && valid(other) && other.load.rps > 0) ratios.push(r.load.rps / other.load.rps);
-      });
-      row.ratios[ref] = na.has(ref) ? undefined : median(ratios);
-    }
-  }
-  for (const ref of cpuRefs) {
-    const refRounds = rounds.get(ref) ?? [];
-    for (const row of rows) {
-      if (row.na) continue;
-      const ratios: number[] = [];
-      row.rounds.forEach((r, i) => {
-        const mine = cpuPerRequest(r);
-        const theirs = cpuPerRequest(refRounds[i]);
+        const mine = value(r);
+        const theirs = value(refRounds[i]);
         if (mine !== undefined && theirs !== undefined && theirs > 0) ratios.push(mine / theirs);
       });
-      row.cpuRatios[ref] = na.has(ref) ? undefined : median(ratios);
+      into(row)[ref] = na.has(ref) ? undefined : median(ratios);
     }
-  }
+  };
+  const rps = (r: RoundResult | undefined): number | undefined => (r && valid(r) ? r.load.rps : undefined);
+  for (const ref of refs) ratiosTo(ref, rps, (row) => row.ratios);
+  for (const ref of cpuRefs) ratiosTo(ref, cpuPerRequest, (row) => row.cpuRatios);
   return rows;
 }
 

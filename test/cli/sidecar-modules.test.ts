@@ -14,43 +14,26 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { records, startHttpServer, yamlDocuments } from '../helpers/harness.js';
-import { send } from '../faults/fixtures.js';
-import { startProxyProcess } from '../helpers/proxy-process.js';
+import { answerThreeThenStop, writeResolveHooks } from '../helpers/proxy-process.js';
 
 const LOCATION = 'aws-us-east-2';
 const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-sidecar-modules-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const LOG = path.join(dir, 'loaded.txt');
-writeFileSync(path.join(dir, 'hooks.mjs'), `
-import { appendFileSync } from 'node:fs';
-let log;
-export function initialize(data) { log = data.log; }
-export async function resolve(specifier, context, next) {
-  const r = await next(specifier, context);
-  appendFileSync(log, r.url + '\\n');
-  return r;
-}
-`);
 writeFileSync(path.join(dir, 'probe.mjs'), `
 import { register } from 'node:module';
-register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, import.meta.url, { data: { log: ${JSON.stringify(LOG)} } });
+register(${JSON.stringify(writeResolveHooks(dir))}, import.meta.url, { data: { log: ${JSON.stringify(LOG)} } });
 `);
 
 t.test('an untagged sidecar loads none of the other commands', async (t) => {
   const app = await startHttpServer(t, (_req, res) => res.end('app'));
   writeFileSync(path.join(dir, 'config.yaml'), yamlDocuments(records({ replicas: { [LOCATION]: [`127.0.0.1:${app.port}`] } })));
   writeFileSync(LOG, '');
-  const proxy = await startProxyProcess(t, ['sidecar', '--config', path.join(dir, 'config.yaml'), '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0'], {
+  const { answers, code } = await answerThreeThenStop(t, ['sidecar', '--config', path.join(dir, 'config.yaml'), '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0'], {
     nodeArgs: ['--import', pathToFileURL(path.join(dir, 'probe.mjs')).href],
     extraArgs: ['--log-level', 'warn'],
   });
-  const answers: (number | string)[] = [];
-  for (let i = 0; i < 3; i++) {
-    const r = await send(proxy.port, 'localhost', '/', { note: (_res, body) => body });
-    answers.push(r.outcome === 200 ? r.note! : r.outcome);
-  }
-  proxy.child.kill('SIGTERM');
-  t.equal(await proxy.exited, 0, 'the sidecar exited 0 on SIGTERM');
+  t.equal(code, 0, 'the sidecar exited 0 on SIGTERM');
   t.same(answers, ['app', 'app', 'app'], 'the app answered through the sidecar');
 
   const lines = readFileSync(LOG, 'utf8').split('\n').filter(Boolean);
