@@ -22,8 +22,8 @@
  * start, with 1,000 idle connections and over a fixed-rate soak unchanged in the bench.
  *
  * The young generation does not grow while the program starts (`--semi-space-growth-factor=1`,
- * V8's default 2 back once it serves: `startupDone()`, which Runtime.start calls once its listeners
- * are bound, or 10 s after start whatever the command). Loading the modules and the configuration
+ * V8's default 2 back once it serves: `startupDone()`, which Runtime.start and the rate-limit
+ * service call once their listeners are bound, or 10 s after start whatever the command). Loading the modules and the configuration
  * is the one time nearly everything allocated survives, so V8 grew the young generation to its
  * 16 MiB maximum then, and an idle process kept those pages for its life (V8 shrinks it only once
  * its allocation rate is low at a full collection). Growing again under load, it is what it was.
