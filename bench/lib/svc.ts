@@ -63,7 +63,7 @@ export function hostOf(workload: string, alias = ALIAS): string {
   return `${workload}-${alias}.app.localhost`;
 }
 
-function workload(name: string, gvc: string, opts: { tags?: Rec; protocol?: string } = {}): Rec {
+export function workload(name: string, gvc: string, opts: { tags?: Rec; protocol?: string } = {}): Rec {
   return {
     kind: 'workload',
     name,
@@ -78,7 +78,7 @@ function workload(name: string, gvc: string, opts: { tags?: Rec; protocol?: stri
   };
 }
 
-function deployment(name: string, gvc: string, address: string, sidecar?: string): Rec {
+export function deployment(name: string, gvc: string, address: string, sidecar?: string): Rec {
   return {
     kind: 'deployment',
     name,
@@ -95,7 +95,7 @@ function base(): Rec[] {
   ];
 }
 
-function writeYaml(file: string, records: readonly Rec[]): void {
+export function writeYaml(file: string, records: readonly Rec[]): void {
   writeFileSync(file, records.map((r) => jsyaml.dump(r, { lineWidth: -1 })).join('---\n'));
 }
 

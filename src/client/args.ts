@@ -28,6 +28,18 @@ export const CLIENT_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   header: { type: 'string', short: 'H', multiple: true },
   file: { type: 'string', short: 'f' },
+  shell: { type: 'string', short: 's' },
+  location: { type: 'string' },
+  replica: { type: 'string' },
+  container: { type: 'string' },
+  replace: { type: 'boolean', short: 'r' },
+  match: { type: 'string' },
+  property: { type: 'string', multiple: true },
+  prop: { type: 'string', multiple: true },
+  tag: { type: 'string', multiple: true },
+  rel: { type: 'string', multiple: true },
+  'requested-max': { type: 'string' },
+  status: { type: 'string' },
 } as const;
 
 export type ClientOption = keyof typeof CLIENT_OPTIONS;
@@ -58,6 +70,23 @@ export interface ClientArgs {
   readonly help: boolean;
   readonly header: readonly string[];
   readonly file?: string;
+  readonly shell?: string;
+  readonly location?: string;
+  readonly replica?: string;
+  readonly container?: string;
+  /** `quota edit --replace`: PUT the edited resource whole. */
+  readonly replace?: boolean;
+  /** `quota query`: `--match`, and the `--prop` (`--property`), `--tag`, `--rel` expressions as given. */
+  readonly match?: 'all' | 'any' | 'none';
+  readonly property: readonly string[];
+  readonly tag: readonly string[];
+  readonly rel: readonly string[];
+  /** `quota request create --requested-max N`. */
+  readonly requestedMax?: number;
+  /** `quota request list --status S`. */
+  readonly status?: 'pending' | 'approved' | 'denied';
+  /** The words after `--` (`connect W -- CMD ARGS`); undefined without `--`. */
+  readonly after?: readonly string[];
   /** The options given on the command line, by name. */
   readonly given: ReadonlySet<ClientOption>;
 }
@@ -121,13 +150,29 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     if (!/^-?\d+$/.test(v.max.trim())) throw new UsageError(`--max must be a whole number (below 1: all), not ${JSON.stringify(v.max)}`);
     max = Number(v.max);
   }
-  for (const name of ['profile', 'org', 'gvc', 'token', 'endpoint', 'vendor'] as const) {
+  for (const name of ['profile', 'org', 'gvc', 'token', 'endpoint', 'vendor', 'shell', 'location', 'replica', 'container'] as const) {
     if (v[name] === '') throw new UsageError(`--${name} needs a value`);
   }
   const output = oneOf('output', v.output, OUTPUTS);
+  const match = oneOf('match', v.match, ['all', 'any', 'none'] as const);
+  const status = oneOf('status', v.status, ['pending', 'approved', 'denied'] as const);
+  let requestedMax: number | undefined;
+  if (v['requested-max'] !== undefined) {
+    if (!/^\d+$/.test(v['requested-max'].trim())) throw new UsageError(`--requested-max must be a whole number, not ${JSON.stringify(v['requested-max'])}`);
+    requestedMax = Number(v['requested-max']);
+  }
+  // --prop and --property are one option (the platform CLI's alias), in the order given.
+  const property = parsed.tokens.flatMap((tk) => (tk.kind === 'option' && (tk.name === 'prop' || tk.name === 'property') && tk.value !== undefined ? [tk.value] : []));
+  if (given.delete('prop')) given.add('property');
   const ts = oneOf('ts', v.ts, TIMESTAMPS);
+  // Positionals after `--` are the command `connect` runs, not the client's words.
+  const terminator = parsed.tokens.find((tk) => tk.kind === 'option-terminator')?.index;
+  const positional = (after: boolean): string[] => parsed.tokens
+    .filter((tk): tk is Extract<typeof tk, { kind: 'positional' }> => tk.kind === 'positional' && (terminator !== undefined && tk.index > terminator) === after)
+    .map((tk) => tk.value);
   return {
-    words: parsed.positionals,
+    words: positional(false),
+    ...(terminator !== undefined ? { after: positional(true) } : {}),
     ...(v.profile !== undefined ? { profile: v.profile } : {}),
     ...(v.org !== undefined ? { org: v.org } : {}),
     ...(v.gvc !== undefined ? { gvc: v.gvc } : {}),
@@ -144,6 +189,17 @@ export function parseClientArgs(argv: readonly string[]): ClientArgs {
     help: v.help ?? false,
     header: v.header ?? [],
     ...(v.file !== undefined ? { file: v.file } : {}),
+    ...(v.shell !== undefined ? { shell: v.shell } : {}),
+    ...(v.location !== undefined ? { location: v.location } : {}),
+    ...(v.replica !== undefined ? { replica: v.replica } : {}),
+    ...(v.container !== undefined ? { container: v.container } : {}),
+    ...(v.replace !== undefined ? { replace: v.replace } : {}),
+    ...(match !== undefined ? { match } : {}),
+    property,
+    tag: v.tag ?? [],
+    rel: v.rel ?? [],
+    ...(requestedMax !== undefined ? { requestedMax } : {}),
+    ...(status !== undefined ? { status } : {}),
     given,
   };
 }

@@ -17,6 +17,9 @@ import type { Session } from './session.js';
 import { exported } from './exporters.js';
 import { ClientError } from './errors.js';
 
+/** How a command `connect` ran ended: its exit code, or why it could not start. */
+export type RunResult = { readonly code: number } | { readonly error: NodeJS.ErrnoException };
+
 export interface ClientIo {
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
@@ -27,6 +30,8 @@ export interface ClientIo {
   now(): Date;
   sleep(ms: number): Promise<void>;
   random(): number;
+  /** Runs a command with these streams (`connect`); resolves when it has exited. */
+  run(command: string, args: readonly string[], opts: { readonly env: Readonly<Record<string, string>>; readonly cwd: string }): Promise<RunResult>;
 }
 
 export interface ClientContext {
@@ -88,15 +93,15 @@ export async function readBody(file: string, io: ClientIo): Promise<unknown> {
   return body;
 }
 
-/** Prints an answer in the session's format, then a note on stderr when one is pending. */
-export async function printAnswer(ctx: ClientContext, body: unknown, notice?: string): Promise<void> {
+/** Prints an answer in the session's format (`kind`: the table to print it as), then a note on stderr when one is pending. */
+export async function printAnswer(ctx: ClientContext, body: unknown, notice?: string, kind?: string): Promise<void> {
   const { session, io } = ctx;
   let text: string;
   if (session.output === 'tf' || session.output === 'crd') {
     text = await exported(ctx, body, session.output);
   } else {
     // -o names of an answer without names throws NamesError: the entry prints it as the platform CLI does.
-    text = format(body, { output: session.output, color: session.color, ts: session.ts, vendor: session.vendor, now: () => io.now().getTime() });
+    text = format(body, { output: session.output, color: session.color, ts: session.ts, vendor: session.vendor, now: () => io.now().getTime(), ...(kind !== undefined ? { kind } : {}) });
   }
   io.stdout.write(`${text}\n`);
   if (notice !== undefined) io.stderr.write(`${session.color && io.stderr.isTTY ? colorNote(notice) : notice}\n`);

@@ -1,5 +1,6 @@
 /**
- * `svcproxy rest edit PATH`: the resource as YAML (the platform CLI's order) in `$VISUAL`, else
+ * `svcproxy rest edit PATH` (and `quota edit REF`; with `--replace`, the edited resource is sent whole as
+ * one PUT instead): the resource as YAML (the platform CLI's order) in `$VISUAL`, else
  * `$EDITOR`, else `vi`, run through `sh -c` (so `code --wait` works) on a file of its own (mode 0600 in
  * a 0700 folder: a resource may hold secrets). When the editor exits 0, what changed is sent as one
  * PATCH: a JSON merge patch (merge-patch.ts) with the `version` that was read, so a change made
@@ -40,12 +41,13 @@ export function refusalComment(err: HttpFailure): string {
   return lines.map((l) => `# ${l}\n`).join('');
 }
 
-function header(pathText: string, actor: string, problem: string): string {
+function header(pathText: string, actor: string, problem: string, replace: boolean): string {
   return [
-    `# You are about to PATCH ${pathText}`,
+    `# You are about to ${replace ? 'REPLACE' : 'PATCH'} ${pathText}`,
     `# You are performing this operation as ${actor}`,
     '#',
-    '# Save and quit to send what changed, as one PATCH. Lines starting with # are ignored;',
+    replace ? '# Save and quit to send the resource as it is here, whole, as one PUT. Lines starting with # are ignored;'
+      : '# Save and quit to send what changed, as one PATCH. Lines starting with # are ignored;',
     '# an unchanged or empty file sends nothing. If the API refuses the change, this file',
     '# opens again with the error here.',
     '#',
@@ -61,7 +63,8 @@ function runEditor(editor: string, file: string, env: NodeJS.ProcessEnv, cwd: st
   });
 }
 
-export async function runEdit(ctx: ClientContext, pathText: string, headers: [string, string][]): Promise<number> {
+export async function runEdit(ctx: ClientContext, pathText: string, headers: [string, string][], opts: { readonly replace?: boolean } = {}): Promise<number> {
+  const replace = opts.replace === true;
   const { client, io, session } = ctx;
   const original = (await client.request('GET', pathText, { headers })).body;
   if (original === null || typeof original !== 'object' || Array.isArray(original)) {
@@ -76,7 +79,7 @@ export async function runEdit(ctx: ClientContext, pathText: string, headers: [st
     let body = toYaml(before, false);
     let problem = '';
     for (let round = 0; ; round++) {
-      const written = header(pathText, session.actor, problem) + body;
+      const written = header(pathText, session.actor, problem, replace) + body;
       await writeFile(file, written, { mode: 0o600 });
       const code = await runEditor(editor, file, io.env, io.cwd);
       if (code !== 0) throw new ClientError(`the editor (${editor}) exited with code ${code}: nothing was sent`);
@@ -90,7 +93,7 @@ export async function runEdit(ctx: ClientContext, pathText: string, headers: [st
         throw new ClientError(`edit cancelled: the refused change was saved again unchanged; nothing was sent. Your text is kept in ${file}`);
       }
       // The user's text without the header this round wrote (kept whole when they edited the header).
-      const head = header(pathText, session.actor, problem);
+      const head = header(pathText, session.actor, problem, replace);
       body = text.startsWith(head) ? text.slice(head.length) : text;
       let edited: unknown;
       try {
@@ -114,8 +117,11 @@ export async function runEdit(ctx: ClientContext, pathText: string, headers: [st
       }
       // The version read: a change made meanwhile is refused (409) rather than overwritten.
       if (before.version !== undefined && !('version' in patch)) patch.version = before.version;
+      // --replace: the edited resource whole, with the version read unless the text names one.
+      const whole = { ...(edited as Record<string, unknown>) };
+      if (before.version !== undefined && !('version' in whole)) whole.version = before.version;
       try {
-        const answer = await client.request('PATCH', pathText, { body: patch, headers });
+        const answer = replace ? await client.request('PUT', pathText, { body: whole, headers }) : await client.request('PATCH', pathText, { body: patch, headers });
         await printAnswer(ctx, answer.body);
         return 0;
       } catch (e) {

@@ -20,8 +20,8 @@ export const OPTION_HELP: { readonly [O in ClientOption]: OptionHelp } = {
   file: { value: 'FILE|-', about: 'the request body, JSON or YAML (- reads standard input)' },
   header: { value: "'NAME: VALUE'", about: 'a request header, curl\'s format (repeatable; replaces a default one of the same name)' },
   profile: { value: 'NAME', about: 'the profile (a file VENDOR_HOME/profiles/NAME.json)', default: 'VENDOR_PROFILE, else profiles/default, else the only profile' },
-  org: { value: 'ORG', about: 'the org of // paths (//gvc/G is /org/ORG/gvc/G)', default: 'VENDOR_ORG, the profile\'s, or the local up\'s' },
-  gvc: { value: 'GVC', about: 'the GVC of // paths to its workloads, identities, volume sets', default: 'VENDOR_GVC, or the profile\'s' },
+  org: { value: 'ORG', about: 'the org of // paths (//gvc/G is /org/ORG/gvc/G), of quota and connect', default: 'VENDOR_ORG, the profile\'s, else the endpoint\'s only org (GET /org)' },
+  gvc: { value: 'GVC', about: 'the GVC of // paths to its workloads, identities, volume sets, of connect', default: 'VENDOR_GVC, or the profile\'s (connect: else the org\'s only GVC, said on stderr)' },
   output: { value: 'FORMAT', about: 'text | json | yaml | json-slim | yaml-slim | names | tf | crd (tf, crd: rendered by the platform\'s servers)', default: 'the profile\'s, else text' },
   color: { about: 'colour the output (--no-color: never); only on a terminal, never with NO_COLOR set', default: 'true' },
   ts: { value: 'iso|local|age', about: 'timestamps in text tables', default: 'iso' },
@@ -33,6 +33,18 @@ export const OPTION_HELP: { readonly [O in ClientOption]: OptionHelp } = {
   verbose: { about: 'say on stderr where the profile, endpoint, token and org came from, and each retry' },
   debug: { about: 'every HTTP exchange on stderr (the token shown as abc...xyz)' },
   help: { about: 'this help' },
+  shell: { value: 'SHELL', about: 'connect: the shell to run (without -- CMD)', default: 'bash' },
+  location: { value: 'LOCATION', about: 'connect: the location of the replica', default: 'the GVC\'s first location with a replica running, said on stderr' },
+  replica: { value: 'REPLICA', about: 'connect: the replica', default: 'its first (a ready one first), said on stderr' },
+  replace: { about: 'quota edit: send the edited quota whole (PUT) instead of what changed (PATCH)' },
+  match: { value: 'all|any|none', about: 'quota query: which terms an item must match', default: 'all' },
+  property: { value: 'EXPR', about: 'quota query: a property term: name=x, name~x (contains), name!=x, name>3, name>=3, name<3, name (exists), name! (does not), ~x (any property contains); repeatable' },
+  prop: { value: 'EXPR', about: 'quota query: the same as --property' },
+  tag: { value: 'EXPR', about: 'quota query: a tag term, as --property; repeatable' },
+  rel: { value: 'EXPR', about: 'quota query: a relation term, as --property (rel=gvc-name); repeatable' },
+  'requested-max': { value: 'N', about: 'quota request create: the max asked for' },
+  status: { value: 'STATUS', about: 'quota request list: only those pending, approved or denied' },
+  container: { value: 'NAME', about: 'connect: the container', default: 'the only one, else the first with ports, else the first; said on stderr' },
 };
 
 const VERB_HELP: { readonly [V in RestVerb]: { readonly synopsis: string; readonly about: string } } = {
@@ -47,7 +59,7 @@ const VERB_HELP: { readonly [V in RestVerb]: { readonly synopsis: string; readon
 
 const WIDTH = 30;
 
-function optionLines(takes: readonly ClientOption[]): string[] {
+export function optionLines(takes: readonly ClientOption[]): string[] {
   return takes.map((name) => {
     const spec = CLIENT_OPTIONS[name] as { short?: string };
     const help = OPTION_HELP[name];
@@ -57,7 +69,7 @@ function optionLines(takes: readonly ClientOption[]): string[] {
   });
 }
 
-const ENVIRONMENT = [
+export const ENVIRONMENT = [
   'Environment (VENDOR_ is SVC_, or CPLN_ with --vendor cpln; a flag wins over its variable):',
   '  VENDOR_PROFILE, VENDOR_ENDPOINT, VENDOR_TOKEN, VENDOR_ORG, VENDOR_GVC   over the profile\'s',
   '  VENDOR_HOME      where profiles/ is [default: $XDG_CONFIG_HOME/VENDOR, else ~/.config/VENDOR]',

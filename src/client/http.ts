@@ -61,6 +61,8 @@ export interface HttpDeps {
 export interface RequestInit {
   readonly body?: unknown;
   readonly headers?: readonly (readonly [string, string])[];
+  /** `-d` shows this instead of the answer's body (one that holds a credential). */
+  readonly hideAnswer?: string;
 }
 
 let version: string | undefined;
@@ -224,7 +226,8 @@ export class ApiClient {
           const answer: Answer = { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: res.headers, body };
           if (this.debug) {
             const lines = Object.entries(res.headers).map(([n, v]) => `${n}: ${Array.isArray(v) ? v.join(',') : String(v)}`);
-            this.deps.writeErr(`${this.deps.now().toLocaleTimeString()} <<<<\n< ${answer.status} ${answer.statusText}\n< ${lines.join('\n< ')}\n\n${bodyText(body)}\n<<<<<<<<\n`);
+            const shown = init.hideAnswer !== undefined && answer.status >= 200 && answer.status < 300 ? `(${init.hideAnswer})` : bodyText(body);
+            this.deps.writeErr(`${this.deps.now().toLocaleTimeString()} <<<<\n< ${answer.status} ${answer.statusText}\n< ${lines.join('\n< ')}\n\n${shown}\n<<<<<<<<\n`);
           }
           resolve(answer);
         });

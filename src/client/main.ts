@@ -16,6 +16,9 @@ import { COMMAND_SPECS } from './commands.js';
 import { clientCommandOf, isClientCommand } from './words.js';
 import { openSession, SessionError, type Session } from './session.js';
 import { closest } from '../config/suggest.js';
+import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import type { RunResult } from './context.js';
 
 export type { ClientIo } from './context.js';
 
@@ -39,7 +42,32 @@ export function processIo(): ClientIo {
     now: () => new Date(),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     random: Math.random,
+    run: runInherited,
   };
+}
+
+/**
+ * Runs a command on this process's own streams (`connect`). While it runs, Ctrl-C and Ctrl-\ are
+ * the command's (the terminal sends them to both: this process stays to report its exit code), and
+ * a SIGTERM or SIGHUP sent to this process is passed on to it.
+ */
+function runInherited(command: string, args: readonly string[], opts: { env: Readonly<Record<string, string>>; cwd: string }): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = spawn(command, [...args], { env: opts.env, cwd: opts.cwd, stdio: 'inherit' });
+    const ignore = (): void => undefined;
+    const forward = (signal: NodeJS.Signals) => (): void => void child.kill(signal);
+    const handlers: [NodeJS.Signals, () => void][] = [['SIGINT', ignore], ['SIGQUIT', ignore], ['SIGTERM', forward('SIGTERM')], ['SIGHUP', forward('SIGHUP')]];
+    for (const [signal, handler] of handlers) process.on(signal, handler);
+    let settled = false;
+    const done = (result: RunResult): void => {
+      if (settled) return;
+      settled = true;
+      for (const [signal, handler] of handlers) process.off(signal, handler);
+      resolve(result);
+    };
+    child.once('error', (error) => done({ error }));
+    child.once('exit', (code, signal) => done({ code: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0) }));
+  });
 }
 
 function usage(io: ClientIo, message: string, command: string): number {
@@ -71,27 +99,33 @@ export async function main(argv: readonly string[], io: ClientIo = processIo()):
   }
   const words = args.words[0] === 'help' ? args.words.slice(1) : args.words;
   const help = args.help || args.words[0] === 'help';
-  const [command, verb, ...rest] = words;
+  const [command, ...after] = words;
   if (!isClientCommand(command)) return usage(io, `unknown command ${JSON.stringify(command ?? '')}`, 'rest');
   const spec = COMMAND_SPECS[command];
-  if (verb === undefined) {
-    // No verb: the command's help, on stdout when asked for, else on stderr as a usage error.
+  // A command with verbs takes its verb first (`rest get PATH`); one without takes its words whole (`connect W`).
+  const verb = spec.verbs ? after[0] : '';
+  const rest = spec.verbs ? after.slice(1) : after;
+  const verbs = spec.verbs ?? [];
+  if (verb === undefined || (!spec.verbs && help)) {
+    // No verb (or help of a command without verbs): the command's help, on stdout when asked for,
+    // else on stderr as a usage error.
     (help ? io.stdout : io.stderr).write(spec.help());
     return help ? 0 : 2;
   }
-  if (!spec.verbs.includes(verb)) {
-    const guess = closest(verb, spec.verbs)[0];
-    return usage(io, `unknown ${command} command ${JSON.stringify(verb)}${guess ? ` (did you mean ${guess}?)` : ` (one of ${spec.verbs.join(', ')})`}`, command);
+  if (spec.verbs && !verbs.includes(verb)) {
+    const guess = closest(verb, verbs)[0];
+    return usage(io, `unknown ${command} command ${JSON.stringify(verb)}${guess ? ` (did you mean ${guess}?)` : ` (one of ${verbs.join(', ')})`}`, command);
   }
   if (help) {
     io.stdout.write(spec.help(verb));
     return 0;
   }
+  const named = spec.verbs ? `${command} ${verb}` : command;
   let run: (ctx: ClientContext) => Promise<number>;
   try {
     run = spec.prepare(verb, rest, args);
   } catch (e) {
-    if (e instanceof UsageError) return usage(io, e.message, `${command} ${verb}`);
+    if (e instanceof UsageError) return usage(io, e.message, named);
     throw e;
   }
   let session: Session;
@@ -117,7 +151,7 @@ export async function main(argv: readonly string[], io: ClientIo = processIo()):
       for (const line of [e.note, hint]) if (line) io.stderr.write(`${line}\n`);
       return 1;
     }
-    if (e instanceof UsageError) return usage(io, e.message, `${command} ${verb}`);
+    if (e instanceof UsageError) return usage(io, e.message, named);
     if (e instanceof NamesError) {
       io.stderr.write(`${e.message}\n`);
       return 1;

@@ -8,7 +8,8 @@
  * the answer is printed as it came. `edit` is edit.ts.
  */
 import { checkTakes, parseHeader, SHARED_OPTIONS, UsageError, type ClientOption } from './args.js';
-import { ClientError, printAnswer, readBody, requestPath, type ClientContext } from './context.js';
+import { ClientError, printAnswer, readBody, type ClientContext } from './context.js';
+import { pathOf } from './scope.js';
 import { linkOf } from './format/cells.js';
 import { runEdit } from './edit.js';
 import { exporterOf } from './exporters.js';
@@ -54,12 +55,12 @@ function sameOriginTarget(ctx: ClientContext, link: string, what: string): strin
 }
 
 /**
- * A list with its further pages (`rel: next`) appended up to `max` items (below 1: all), the last
+ * A list (or a query's result) with its further pages (`rel: next`) appended up to `max` items (below 1: all), the last
  * page's links kept (so they still say where to continue); the note to print when more exist.
  */
 export async function withPages(ctx: ClientContext, first: unknown, max: number): Promise<{ body: unknown; notice?: string }> {
   const list = first as { kind?: unknown; items?: unknown; links?: unknown } | null;
-  if (list === null || typeof list !== 'object' || list.kind !== 'list' || !Array.isArray(list.items)) return { body: first };
+  if (list === null || typeof list !== 'object' || (list.kind !== 'list' && list.kind !== 'queryresult') || !Array.isArray(list.items)) return { body: first };
   const items: unknown[] = [...list.items];
   let links = list.links;
   let next = linkOf(list, 'next');
@@ -81,7 +82,7 @@ export async function withPages(ctx: ClientContext, first: unknown, max: number)
 
 export async function runRest(ctx: ClientContext, verb: RestVerb, typed: string): Promise<number> {
   const { client, args, session } = ctx;
-  const path = requestPath(typed, session);
+  const path = await pathOf(ctx, typed);
   const headers = args.header.map(parseHeader);
   // An endpoint that cannot render -o tf|crd refuses before anything is sent.
   if ((session.output === 'tf' || session.output === 'crd') && verb !== 'delete') await exporterOf(ctx, session.output);

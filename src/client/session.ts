@@ -7,7 +7,7 @@
  * profiles). Over the profile: `<VENDOR>_ENDPOINT`, `_TOKEN`, `_ORG`, `_GVC`, then the flags. With no
  * profile: `--endpoint` and `--token` (or their variables); with neither, a local `up`:
  * `http://127.0.0.1:15080` (or `SVCPROXY_API`, up's own variable of `--api`) with the operator key in
- * `.svcproxy/api-token` of the current folder (sent to that address only), its org the key's. A token-less profile logged in by the platform CLI
+ * `.svcproxy/api-token` of the current folder (sent to that address only). A token-less profile logged in by the platform CLI
  * lends its access token while it is valid (this client does not log in or refresh). Failures are
  * `SessionError`s with the platform CLI's wording where it has one (exit 1).
  */
@@ -233,13 +233,16 @@ export function openSession(args: ClientArgs, ctx: SessionEnv): Session {
   if (token) sources.token = token[1];
 
   const account = token ? keyAccount(token[0]) : undefined;
-  const org = first<string>([args.org, 'flag'], [env[`${prefix}ORG`], 'variable'], [profile?.context?.org, 'profile'], [local ? account?.org : undefined, 'key file']);
+  // Not the key's org: it is the org up served when it wrote the key, stale once the records name
+  // another; a command that needs an org and was given none asks the endpoint (scope.ts).
+  const org = first<string>([args.org, 'flag'], [env[`${prefix}ORG`], 'variable'], [profile?.context?.org, 'profile']);
   const gvc = first<string>([args.gvc, 'flag'], [env[`${prefix}GVC`], 'variable'], [profile?.context?.gvc, 'profile']);
   if (org) sources.org = org[1];
   if (gvc) sources.gvc = gvc[1];
 
   const format = profile?.format ?? {};
   const output = args.output ?? format.output ?? 'text';
+  sources.output = args.output !== undefined ? 'flag' : format.output !== undefined ? 'profile' : 'default';
   const ts = args.ts ?? format.ts ?? 'iso';
   if (!(OUTPUTS as readonly string[]).includes(output)) throw new SessionError(`profile ${chosen?.name ?? ''}: format.output must be one of ${OUTPUTS.join(', ')}, not ${JSON.stringify(output)}`);
   if (!(TIMESTAMPS as readonly string[]).includes(ts)) throw new SessionError(`profile ${chosen?.name ?? ''}: format.ts must be one of ${TIMESTAMPS.join(', ')}, not ${JSON.stringify(ts)}`);

@@ -8,12 +8,14 @@
 /** The client's commands, with the line `svcproxy --help` gives each. */
 export const CLIENT_COMMANDS = {
   rest: 'raw requests to the platform API (get, post, put, patch, create, delete, edit), printed as the platform CLI prints them',
+  quota: 'the org\'s quotas: get, edit, patch, permissions, query, and increase requests',
+  connect: 'a shell or a command with the environment of one of a workload\'s replicas under svcproxy up',
 } as const;
 export type ClientCommand = keyof typeof CLIENT_COMMANDS;
 
 /** The client's options that take a value (their value is not a command word), and its switches. */
-const VALUED = new Set(['--profile', '--org', '--gvc', '--output', '-o', '--ts', '--max', '--token', '--endpoint', '--vendor', '--header', '-H', '--file', '-f']);
-const SWITCHES = new Set(['--color', '--no-color', '--insecure', '-k', '--verbose', '-v', '--debug', '-d', '--help', '-h']);
+const VALUED = new Set(['--profile', '--org', '--gvc', '--output', '-o', '--ts', '--max', '--token', '--endpoint', '--vendor', '--header', '-H', '--file', '-f', '--shell', '-s', '--location', '--replica', '--container', '--match', '--property', '--prop', '--tag', '--rel', '--requested-max', '--status']);
+const SWITCHES = new Set(['--color', '--no-color', '--insecure', '-k', '--verbose', '-v', '--debug', '-d', '--help', '-h', '--replace', '-r']);
 
 export function isClientCommand(word: string | undefined): word is ClientCommand {
   return word !== undefined && Object.prototype.hasOwnProperty.call(CLIENT_COMMANDS, word);

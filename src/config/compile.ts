@@ -144,6 +144,52 @@ function compileDeployment(deployment: DeploymentRecord): DeploymentReplicaModel
 }
 
 /**
+ * Models compiled before, by the (frozen) record they were compiled from, with what else they were
+ * compiled from: a model is reused when its record is the same object and so is everything else
+ * (the org's and GVC's models, the settings, a GVC's locations). A write through the API compiles
+ * again only what it changed and what depends on it; everything else comes out as it did (the
+ * models are pure functions of these inputs, test/config/incremental-compile.test.ts holds them to a
+ * full compile). Records not frozen (built in memory) are compiled every time.
+ */
+const orgModels = new WeakMap<object, OrgModel>();
+const gvcModels = new WeakMap<object, { readonly locations: string; readonly org: OrgModel | undefined; readonly model: GvcModel }>();
+const workloadModels = new WeakMap<object, { readonly gvc: GvcModel; readonly org: OrgModel | undefined; readonly settings: Settings; readonly model: WorkloadModel }>();
+const deploymentModels = new WeakMap<object, readonly DeploymentReplicaModel[]>();
+
+function reusedOrg(record: OrgRecord): OrgModel {
+  const known = orgModels.get(record);
+  if (known !== undefined) return known;
+  const model = compileOrg(record);
+  if (Object.isFrozen(record)) orgModels.set(record, model);
+  return model;
+}
+
+function reusedGvc(record: GvcRecord, locations: readonly string[], org: OrgModel | undefined): GvcModel {
+  const key = locations.join('\u0000');
+  const known = gvcModels.get(record);
+  if (known !== undefined && known.locations === key && known.org === org) return known.model;
+  const model = compileGvc(record, locations, org);
+  if (Object.isFrozen(record)) gvcModels.set(record, { locations: key, org, model });
+  return model;
+}
+
+function reusedWorkload(record: WorkloadRecord, gvc: GvcModel, org: OrgModel | undefined, settings: Settings): WorkloadModel {
+  const known = workloadModels.get(record);
+  if (known !== undefined && known.gvc === gvc && known.org === org && known.settings === settings) return known.model;
+  const model = compileWorkload(record, gvc, org, settings);
+  if (Object.isFrozen(record)) workloadModels.set(record, { gvc, org, settings, model });
+  return model;
+}
+
+function reusedDeployment(record: DeploymentRecord): readonly DeploymentReplicaModel[] {
+  const known = deploymentModels.get(record);
+  if (known !== undefined) return known;
+  const model = Object.freeze(compileDeployment(record));
+  if (Object.isFrozen(record)) deploymentModels.set(record, model);
+  return model;
+}
+
+/**
  * Builds the snapshot; `warnings` are validation's, carried along for `/config` and the logs, and
  * `catalog` the index validation built of the same records (built here when not given).
  */
@@ -154,22 +200,22 @@ export function compile(
   warnings: readonly string[] = [],
   catalog: Catalog = buildCatalog(records).catalog,
 ): Snapshot {
-  const org = catalog.org ? compileOrg(catalog.org as unknown as OrgRecord) : undefined;
+  const org = catalog.org ? reusedOrg(catalog.org as unknown as OrgRecord) : undefined;
   const locations = new Map<string, LocationModel>();
   for (const [name, loc] of catalog.locations) locations.set(name, compileLocation(loc as unknown as LocationRecord));
   const gvcs = new Map<string, GvcModel>();
   for (const [name, gvc] of catalog.gvcs) {
-    gvcs.set(name, compileGvc(gvc as unknown as GvcRecord, catalog.gvcLocations.get(name) ?? [], org));
+    gvcs.set(name, reusedGvc(gvc as unknown as GvcRecord, catalog.gvcLocations.get(name) ?? [], org));
   }
   const workloads = new Map<string, WorkloadModel>();
   for (const [key, w] of catalog.workloads) {
     const gvc = gvcs.get(workloadGvc(w) as string);
-    if (gvc) workloads.set(key, compileWorkload(w as unknown as WorkloadRecord, gvc, org, settings));
+    if (gvc) workloads.set(key, reusedWorkload(w as unknown as WorkloadRecord, gvc, org, settings));
   }
   const domains = new Map<string, DomainModel>();
   for (const [host, d] of catalog.domains) domains.set(host, compileDomain(d as unknown as DomainRecord));
   const deployments = new Map<string, readonly DeploymentReplicaModel[]>();
-  for (const [key, d] of catalog.deployments) deployments.set(key, Object.freeze(compileDeployment(d as unknown as DeploymentRecord)));
+  for (const [key, d] of catalog.deployments) deployments.set(key, reusedDeployment(d as unknown as DeploymentRecord));
 
   return Object.freeze({
     settings: Object.freeze({ ...settings }),

@@ -70,6 +70,13 @@ export interface Stamped {
 }
 
 /**
+ * The stamped copy of each frozen record, with the meta it was stamped with and its place: a write
+ * stamps the same 20,000 base records again, and a record whose meta did not move gets the copy it
+ * had (no copy, no freeze, and the same object downstream, where compile.ts reuses its model).
+ */
+const stampedCopies = new WeakMap<object, { readonly meta: RecordMeta; readonly sourced: SourcedRecord }>();
+
+/**
  * Meta for `records`: kept from `previous` while the content is the same, bumped when it changed
  * (`now` as `lastModified`), first-sight meta for new keys (`newId(key)` for their id, when given).
  */
@@ -90,10 +97,17 @@ export function stamp(records: readonly SourcedRecord[], previous: ReadonlyMap<s
       if (m !== before) changed.add(key);
       meta.set(key, m);
     }
+    const copy = stampedCopies.get(s.record);
+    if (copy !== undefined && copy.meta === m && copy.sourced.source === s.source && copy.sourced.line === s.line) {
+      out.push(copy.sourced);
+      continue;
+    }
     // A record parsed from a file is frozen already: freezing the copy costs one object. Others
     // (records given in memory) are copied first, so the caller's objects stay theirs.
     const record = withMeta(s.record, m);
-    out.push({ ...s, record: Object.isFrozen(s.record) ? deepFreeze(record) : frozen(record) });
+    const sourced = { ...s, record: Object.isFrozen(s.record) ? deepFreeze(record) : frozen(record) };
+    if (Object.isFrozen(s.record)) stampedCopies.set(s.record, { meta: m, sourced });
+    out.push(sourced);
   }
   for (const key of previous.keys()) if (!meta.has(key)) changed.add(key);
   return { records: out, meta, changed };

@@ -1,7 +1,7 @@
 /**
  * What the platform keeps about a record besides its content (platform spec, Common record fields):
  * a read-only `id`, `version`, `created` and `lastModified`, here `RecordMeta`. A record is known by
- * its key, `kind/name` or `kind/gvc/name` for the kinds addressed under a GVC, and its content by a
+ * its key, `kind/name` or `kind/gvc/name` for the kinds addressed under a GVC (and a per-GVC quota), and its content by a
  * hash of its canonical JSON without those four members, so that key order, or bookkeeping copied
  * from an API answer into a file, changes nothing. The first time a key is seen its meta comes from
  * the record where it has them (a file saved from the API), else `id` is derived from the key (the
@@ -13,6 +13,7 @@ import { sortedJson } from './canonical.js';
 import { workloadGvc, type RawRecord } from './records.js';
 /** Kinds addressed under a GVC (`/org/O/gvc/G/KIND/NAME`) are keyed `kind/gvc/name`. */
 import { GVC_SCOPED } from './links.js';
+import { quotaGvc } from './quotas.js';
 
 /** The read-only members the platform sets on every record; not part of its content. */
 export const BOOKKEEPING: readonly string[] = ['id', 'version', 'created', 'lastModified'];
@@ -31,10 +32,14 @@ export function keyOf(kind: string, name: string, gvc?: string): string {
   return gvc === undefined ? `${kind}/${name}` : `${kind}/${gvc}/${name}`;
 }
 
-/** The record's key; undefined when it has no kind or name, or a GVC-scoped one names no GVC. */
+/**
+ * The record's key; undefined when it has no kind or name, or a GVC-scoped one names no GVC. A
+ * per-GVC quota's record (quotas.ts) is keyed under the GVC of its `dimensions.gvcLink`.
+ */
 export function recordKey(record: RawRecord): string | undefined {
   const { kind, name } = record;
   if (typeof kind !== 'string' || kind === '' || typeof name !== 'string' || name === '') return undefined;
+  if (kind === 'quota') return keyOf(kind, name, quotaGvc(record));
   if (!GVC_SCOPED.has(kind)) return keyOf(kind, name);
   const gvc = workloadGvc(record);
   return gvc === undefined ? undefined : keyOf(kind, name, gvc);

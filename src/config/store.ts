@@ -63,6 +63,9 @@ export interface ConfigStoreOptions {
 /** What a write does to its record: put this content (create or replace), or delete it. */
 export type WriteDecision = { readonly put: RawRecord } | { readonly delete: true };
 
+/** Judges a write's valid result (`next`) against the snapshot in force; throws to refuse it. */
+export type WriteAccept = (next: Snapshot, previous: Snapshot) => void;
+
 export type WriteResult =
   | {
     readonly ok: true;
@@ -188,17 +191,19 @@ export class ConfigStore extends EventEmitter<Events> {
    * the writes and reloads before this one are done, and says what to put there; it may throw to
    * refuse (the promise rejects with its error, nothing changes). The new set is validated and
    * compiled as a reload is (by the snapshot's records, not the files read again: an edit half
-   * written meanwhile is neither applied by a write nor refuses one). Valid: kept in the record state,
+   * written meanwhile is neither applied by a write nor refuses one); `accept`, when given, is then
+   * asked about the result against the snapshot in force and may throw to refuse it the same way
+   * (the API's quotas: a limit on writes, never on the files). Valid: kept in the record state,
    * then applied as a new generation with `change`. Invalid: the result holds the errors, nothing
    * changes (not a rejected reload: `lastErrors` stays). Rejects when the state cannot be kept.
    */
-  write(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
-    const run = this.queue.then(() => this.writeNow(key, decide));
+  write(key: string, decide: (current: RawRecord | undefined) => WriteDecision, accept?: WriteAccept): Promise<WriteResult> {
+    const run = this.queue.then(() => this.writeNow(key, decide, accept));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async writeNow(key: string, decide: (current: RawRecord | undefined) => WriteDecision): Promise<WriteResult> {
+  private async writeNow(key: string, decide: (current: RawRecord | undefined) => WriteDecision, accept: WriteAccept | undefined): Promise<WriteResult> {
     const current = this.held.byKey.get(key);
     const decision = decide(current);
     if ('put' in decision && recordKey(decision.put) !== key) throw new Error(`write of ${key}: the record's key is ${String(recordKey(decision.put))}`);
@@ -217,6 +222,7 @@ export class ConfigStore extends EventEmitter<Events> {
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
     const result = refused(await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
     if (!result.ok) return result;
+    accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
     this.commit(result);

@@ -42,7 +42,8 @@ const term: Check = obj(
   },
 );
 
-const locationQuery: Check = obj({
+/** A query (a GVC's `locationQuery`, or the body of a `POST .../-query` of `up`'s API). */
+export const queryShape: Check = obj({
   kind: str(),
   context: anyObject,
   spec: obj({
@@ -60,7 +61,7 @@ const locationOption: Check = obj(
 export const gvcShape: Check = obj({
   alias: str({ test: [(s) => ALIAS_PATTERN.test(s), 'must be exactly 13 lowercase letters or digits'] }),
   spec: obj({
-    staticPlacement: obj({ locationLinks: arr(locationLink), locationQuery, locationOptions: arr(locationOption) }),
+    staticPlacement: obj({ locationLinks: arr(locationLink), locationQuery: queryShape, locationOptions: arr(locationOption) }),
     pullSecretLinks: strings,
     domain: str(),
     endpointNamingFormat: oneOf(['default', 'legacy', 'org']),

@@ -19,9 +19,9 @@ import { compile } from './compile.js';
 import { filesOf, parseRecords, reason } from './load.js';
 import { lineAlong, locateFindings, parsePath, type ReadText } from './locate.js';
 import type { Settings } from './model.js';
-import { isReadKind, PLATFORM_KINDS, READ_KINDS, type SourcedRecord } from './records.js';
+import { PLATFORM_KINDS, type SourcedRecord } from './records.js';
 import { checkSettings } from './snapshot.js';
-import { isRulesDocument } from './validate.js';
+import { CHECKED_KINDS, isCheckedKind, isRulesDocument, validate } from './validate.js';
 import { count } from '../summary.js';
 
 export interface ValidateReport {
@@ -98,7 +98,7 @@ export async function validateReport(paths: readonly string[], settings: Setting
   const skipped = new Map<string, number>();
   for (const { record } of records) {
     const kind = record.kind;
-    if (isReadKind(kind)) checked.set(kind, (checked.get(kind) ?? 0) + 1);
+    if (isCheckedKind(kind)) checked.set(kind, (checked.get(kind) ?? 0) + 1);
     // Any other kind is an error (validate.ts), neither checked nor skipped.
     else if (typeof kind === 'string' && PLATFORM_KINDS.includes(kind)) skipped.set(kind, (skipped.get(kind) ?? 0) + 1);
   }
@@ -126,7 +126,7 @@ export async function validateReport(paths: readonly string[], settings: Setting
   const verdict = errors.length === 0 ? 'valid' : 'invalid';
   const stdout: string[] = [];
   if (records.length > 0 || rulesSources.length === 0) {
-    const kinds = total === 0 ? '' : ` (${countsText(checked, READ_KINDS)})`;
+    const kinds = total === 0 ? '' : ` (${countsText(checked, CHECKED_KINDS)})`;
     const skippedText = notChecked === 0 ? '' : `; ${notChecked} not checked, of kinds svcproxy does not read (${countsText(skipped)})`;
     stdout.push(`${verdict}: ${count(total, 'record')} checked${kinds}${skippedText}`);
   }

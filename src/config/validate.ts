@@ -4,8 +4,9 @@
  * table, the links between records, duplicates, and GVC alias clashes. Every problem is collected,
  * never just the first, as one line `FILE:LINE: kind/name: json.path: what is wrong` (findings.ts;
  * records in memory have no `FILE:LINE: `); warnings (kinds svcproxy does not read, unknown vendor
- * tags, workloads closed to external traffic, ...) use the same form. A platform kind svcproxy does
- * not read is a warning and its record is not looked into; a kind that is no platform kind at all is
+ * tags, workloads closed to external traffic, ...) use the same form. The kinds `up`'s API keeps
+ * without routing with them (`quota`, `policy`: validate-platform.ts) are checked as well. Any other
+ * platform kind svcproxy does not read is a warning and its record is not looked into; a kind that is no platform kind at all is
  * an error with the nearest kind ("did you mean"), as a misspelt kind silently ignored is how a
  * workload goes missing. Never throws.
  */
@@ -21,6 +22,7 @@ import { locationShape, orgShape, plainName } from './validate-common.js';
 import { checkDeploymentRefs, checkDomainRefs, deploymentShape, domainShape } from './validate-domain.js';
 import { checkGvcRefs, gvcShape } from './validate-gvc.js';
 import { checkWorkloadRefs, workloadShape } from './validate-workload.js';
+import { checkQuotaRefs, policyShape, quotaName, quotaShape } from './validate-platform.js';
 import { DESCRIPTION_MAX, NAME_MAX, isHostName } from './values.js';
 
 export interface ValidationResult {
@@ -42,7 +44,7 @@ interface KindRules {
 const hostName = str({ max: NAME_MAX, test: [isHostName, 'must be a host name (letters, digits and hyphens in dot-separated labels)'] });
 
 /** One row per kind svcproxy reads. */
-const KINDS: Readonly<Record<ReadKind, KindRules>> = {
+const READ_RULES: Readonly<Record<ReadKind, KindRules>> = {
   org: { shape: orgShape, name: plainName },
   location: { shape: locationShape, name: plainName },
   gvc: { shape: gvcShape, name: plainName, refs: checkGvcRefs },
@@ -50,6 +52,20 @@ const KINDS: Readonly<Record<ReadKind, KindRules>> = {
   domain: { shape: domainShape, name: hostName, refs: checkDomainRefs },
   deployment: { shape: deploymentShape, name: plainName, refs: checkDeploymentRefs },
 };
+
+/** Every kind whose records are checked: those svcproxy reads, and those `up`'s API keeps (validate-platform.ts). */
+const KINDS: Readonly<Record<string, KindRules>> = {
+  ...READ_RULES,
+  quota: { shape: quotaShape, name: quotaName, refs: checkQuotaRefs },
+  policy: { shape: policyShape, name: plainName },
+};
+
+/** The kinds whose records validation looks into, in the order reports list them. */
+export const CHECKED_KINDS: readonly string[] = Object.keys(KINDS);
+
+export function isCheckedKind(kind: unknown): kind is string {
+  return typeof kind === 'string' && Object.hasOwn(KINDS, kind);
+}
 
 /** A kind-less document with these members is the rate-limit service's rules (ratelimit/service/rules.ts). */
 export function isRulesDocument(record: RawRecord): boolean {
@@ -73,7 +89,7 @@ function checkCommon(sourced: SourcedRecord, r: Report): boolean {
     r.error('kind', 'must be a string');
     return false;
   }
-  if (!isReadKind(kind)) {
+  if (!isCheckedKind(kind)) {
     if (PLATFORM_KINDS.includes(kind)) {
       // Its common members are every record's (and name the record at up's API); the rest is not looked into.
       checkCommonMembers(record, plainName, r);
@@ -84,7 +100,7 @@ function checkCommon(sourced: SourcedRecord, r: Report): boolean {
     }
     return false;
   }
-  checkCommonMembers(record, KINDS[kind].name, r);
+  checkCommonMembers(record, KINDS[kind]!.name, r);
   return typeof record.name === 'string' && record.name !== '';
 }
 
@@ -121,7 +137,7 @@ export function validate(records: readonly SourcedRecord[], settings: Settings, 
   for (const sourced of records) {
     const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings, convert && ((at, value) => convert(sourced, at, value)));
     if (!checkCommon(sourced, r)) continue;
-    const rules = KINDS[sourced.record.kind as ReadKind];
+    const rules = KINDS[sourced.record.kind as string]!;
     rules.shape(sourced.record, '', r);
     rules.refs?.(sourced.record, catalog, r, settings);
   }

@@ -48,9 +48,29 @@ export function replicaCount(options: { readonly suspend: boolean; readonly minS
 /** The scaler's count for a workload (key) in a location; undefined: `minScale`. */
 export type DesiredReplicas = (workload: string, location: string) => number | undefined;
 
-/** The workload's record among the snapshot's raw records (for its version), if there is one. */
+/** The first workload record of each `gvc/name` of a snapshot's records, made once per records. */
+const workloadRecords = new WeakMap<Snapshot['records'], ReadonlyMap<string, unknown>>();
+
+/**
+ * The workload's record among the snapshot's raw records (for its version), if there is one: the
+ * first of its GVC and name. Looked up in an index made once per snapshot, as the health rows ask
+ * for every workload on every readiness change (a scan each would cost workloads × records).
+ */
 export function findWorkloadRecord(records: Snapshot['records'], workload: WorkloadModel): unknown {
-  return records.find((r) => r.kind === 'workload' && r.name === workload.name && workloadGvc(r) === workload.gvc);
+  let byKey = workloadRecords.get(records);
+  if (byKey === undefined) {
+    const index = new Map<string, unknown>();
+    for (const r of records) {
+      if (r.kind !== 'workload' || typeof r.name !== 'string') continue;
+      const gvc = workloadGvc(r);
+      if (typeof gvc !== 'string') continue;
+      const key = `${gvc}/${r.name}`;
+      if (!index.has(key)) index.set(key, r);
+    }
+    workloadRecords.set(records, index);
+    byKey = index;
+  }
+  return byKey.get(`${workload.gvc}/${workload.name}`);
 }
 
 /** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */

@@ -104,6 +104,8 @@ export interface ProcessInfo {
   readonly restarts: number;
   readonly ready: boolean;
   readonly env: Readonly<Record<string, string>>;
+  /** Its working directory. */
+  readonly cwd: string;
 }
 
 export class Supervisor {
@@ -188,6 +190,7 @@ export class Supervisor {
           restarts: c.process.restarts,
           ready: c.ready,
           env: c.env,
+          cwd: this.options.cwd ?? process.cwd(),
         });
       }
     }

@@ -172,27 +172,46 @@ export interface HealthChange {
   readonly from: Health | undefined;
 }
 
-/** Re-evaluates the rows when replicas change and every `intervalMs`, and reports each changed health. */
+/**
+ * Re-evaluates the rows when replicas change and every `intervalMs`, and reports each changed health.
+ * A replica's readiness changing re-evaluates its workload's rows alone (`rows(key)`): with thousands
+ * of workloads coming up at once, every row at every readiness change would cost workloads² rows. A
+ * change of the replica lists (a reload, replicas started or stopped) and the timer re-evaluate all.
+ */
 export class HealthWatch {
   private readonly last = new Map<string, Health>();
   private timer: Timer | undefined;
   private stopped = false;
   private queued = false;
+  /** What the queued check covers: every row, or the rows of these workloads (keys). */
+  private pendingAll = false;
+  private readonly pending = new Set<string>();
   /**
    * Coalesced to the end of the current job: the supervisor takes a replica out of rotation (an event)
    * before it lists it as stopping, and a reload changes many replicas at once.
    */
-  private readonly onEvent = (): void => {
+  private queue(workload: string | undefined): void {
+    if (workload === undefined) this.pendingAll = true;
+    else this.pending.add(workload);
     if (this.queued) return;
     this.queued = true;
     queueMicrotask(() => {
       this.queued = false;
-      this.check();
+      const all = this.pendingAll;
+      const some = [...this.pending];
+      this.pendingAll = false;
+      this.pending.clear();
+      if (all) this.check();
+      else for (const workload of some) this.checkWorkload(workload);
     });
-  };
+  }
+
+  private readonly onReady = (replica: Replica): void => this.queue(replica.workload);
+  private readonly onChangeOfReplicas = (): void => this.queue(undefined);
 
   constructor(
-    private readonly rows: () => readonly WorkloadStatus[],
+    /** Every row; with `only`, the rows of that workload (key) alone. */
+    private readonly rows: (only?: string) => readonly WorkloadStatus[],
     private readonly registry: ReplicaRegistry,
     private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
     private readonly onChange: (change: HealthChange) => void,
@@ -200,30 +219,40 @@ export class HealthWatch {
   ) {
     // The current values are the baseline: only later changes are reported.
     for (const r of rows()) this.last.set(rowKey(r), r.health);
-    registry.on('ready', this.onEvent);
-    registry.on('change', this.onEvent);
+    registry.on('ready', this.onReady);
+    registry.on('change', this.onChangeOfReplicas);
     this.schedule();
   }
 
   check(): void {
     if (this.stopped) return;
     const now = new Set<string>();
-    for (const status of this.rows()) {
-      const key = rowKey(status);
-      now.add(key);
-      const from = this.last.get(key);
-      if (from === status.health) continue;
+    for (const status of this.rows()) now.add(this.compare(status));
+    for (const key of this.last.keys()) if (!now.has(key)) this.last.delete(key);
+  }
+
+  /** The rows of one workload (its replica lists unchanged: none comes or goes). */
+  private checkWorkload(workload: string): void {
+    if (this.stopped) return;
+    for (const status of this.rows(workload)) this.compare(status);
+  }
+
+  /** Reports `status` if its health changed; its row key. */
+  private compare(status: WorkloadStatus): string {
+    const key = rowKey(status);
+    const from = this.last.get(key);
+    if (from !== status.health) {
       this.last.set(key, status.health);
       this.onChange({ status, from });
     }
-    for (const key of this.last.keys()) if (!now.has(key)) this.last.delete(key);
+    return key;
   }
 
   stop(): void {
     this.stopped = true;
     this.clock.clearTimeout(this.timer);
-    this.registry.off('ready', this.onEvent);
-    this.registry.off('change', this.onEvent);
+    this.registry.off('ready', this.onReady);
+    this.registry.off('change', this.onChangeOfReplicas);
   }
 
   private schedule(): void {

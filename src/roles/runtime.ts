@@ -373,9 +373,9 @@ export class Runtime {
   /** `up`: its supervisor's replicas (start times, restarts, stopping), for `workloads()`. */
   upReplicas: (() => readonly UpReplicaState[]) | undefined;
 
-  /** The admin `/workloads` rows and the health gauge's source (src/local/workloads.ts). */
-  workloads(): WorkloadStatus[] {
-    return workloadStatuses(this.store.current, this.replicas, this.upReplicas?.(), this.deps.clock.now());
+  /** The admin `/workloads` rows and the health gauge's source (src/local/workloads.ts); `only`: one workload's (key). */
+  workloads(only?: string): WorkloadStatus[] {
+    return workloadStatuses(this.store.current, this.replicas, this.upReplicas?.(), this.deps.clock.now(), only);
   }
 
   /** Ready replicas per workload and location (every known pair, 0 included). */

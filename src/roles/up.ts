@@ -155,6 +155,8 @@ export async function startUp(options: UpOptions): Promise<Up> {
       book,
       nowMs: runtime.deps.clock.now(),
     }, key),
+    // `-connect` (svcproxy connect): the processes of a workload's replicas, with their environment.
+    replicaProcesses: (key) => supervisor?.processes().filter((p) => p.workload === key) ?? [],
     endpointUrl: (host) => ingress === undefined ? `http://${host}` : `${ingress.tls ? 'https' : 'http'}://${host}${ingress.address.port === (ingress.tls ? 443 : 80) ? '' : `:${ingress.address.port}`}`,
     ...(options.api?.pageSize !== undefined ? { pageSize: options.api.pageSize } : {}),
     ...(options.api?.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: options.api.bodyTimeoutMs } : {}),
@@ -219,7 +221,7 @@ export async function startUp(options: UpOptions): Promise<Up> {
   });
   // Health per workload and location (src/local/workloads.ts): `/workloads`, the gauge, and a line per change.
   runtime.upReplicas = () => supervisor.replicaStates();
-  const health = new HealthWatch(() => runtime.workloads(), runtime.replicas, runtime.deps.clock, (change) => {
+  const health = new HealthWatch((only) => runtime.workloads(only), runtime.replicas, runtime.deps.clock, (change) => {
     const s = change.status;
     logger.info({ workload: s.workload, gvc: s.gvc, location: s.location, health: s.health, from: change.from ?? null, ready: s.ready, replicas: s.replicas }, 'workload health');
     options.onHealthChange?.(change);

@@ -4,7 +4,7 @@
  * tokens mutated at random (seeded; `API_TOKEN_SEED` replays) never matching.
  */
 import t from 'tap';
-import { authenticate, mayDo, tokenOf, type Principal } from '../../src/local/api/auth.js';
+import { authenticate, mayDo, tokenOf, type Action, type Principal } from '../../src/local/api/auth.js';
 import { ApiError } from '../../src/local/api/errors.js';
 import { isLocalToken, localToken } from '../../src/local/env.js';
 import { prng, testSeed } from '../helpers/seed.js';
@@ -66,7 +66,7 @@ t.test('the permissions', async (t) => {
     ['g1/a', { kind: 'workload', name: 'a', spec: { identityLink: '//gvc/g1/identity/a' } }],
     ['g1/b', { kind: 'workload', name: 'b', spec: {} }],
   ]);
-  const may = (p: Principal, action: 'read-org' | 'read' | 'write' | 'reveal'): string => codeOf(() => mayDo(p, action, (k) => records.get(k))) ?? 'ok';
+  const may = (p: Principal, action: Action): string => codeOf(() => mayDo(p, action, (k) => records.get(k))) ?? 'ok';
   const anonymous: Principal = { kind: 'anonymous' };
   const withId: Principal = { kind: 'workload', workload: 'g1/a' };
   const without: Principal = { kind: 'workload', workload: 'g1/b' };
@@ -76,6 +76,12 @@ t.test('the permissions', async (t) => {
   );
   t.same([may(without, 'read-org'), may(without, 'read'), may(without, 'write')], ['ok', '403 permission_denied', '403 permission_denied']);
   t.same([may(withId, 'read-org'), may(withId, 'read'), may(withId, 'write')], ['ok', 'ok', 'ok']);
+  // A quota's max and an increase request's decision are the operator's (the platform's staff decide them).
+  t.same([may(anonymous, 'operate'), may(without, 'operate'), may(withId, 'operate'), may({ kind: 'operator' }, 'operate')],
+    ['403 permission_denied', '403 permission_denied', '403 permission_denied', 'ok']);
+  // A replica's environment holds its SVC_TOKEN: the operator key's only, even for a workload with an identity.
+  t.same([may(anonymous, 'connect'), may(without, 'connect'), may(withId, 'connect'), may({ kind: 'operator' }, 'connect')],
+    ['403 permission_denied', '403 permission_denied', '403 permission_denied', 'ok']);
 });
 
 const SEED = testSeed('API_TOKEN_SEED', 20261127);

@@ -11,9 +11,8 @@ import t from 'tap';
 import http from 'node:http';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
+import type { Up } from '../../src/roles/up.js';
+import { upOnFile } from '../helpers/api.js';
 import { request } from '../helpers/harness.js';
 import { tempDir } from '../mesh/fixtures.js';
 import { prng, testSeed } from '../helpers/seed.js';
@@ -48,16 +47,7 @@ t.test(`generated writes, file edits and restarts agree (seed ${SEED})`, async (
   const writeFileRecords = (): Promise<void> => writeFile(file, JSON.stringify([...BASE, ...[...fileRecords].map(([n, d]) => workload(n, d))]));
   await writeFileRecords();
   const model = new Map<string, string>(fileRecords);
-  const start = (): Promise<Up> => startUp({
-    settings: defaultSettings,
-    configPaths: [file],
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', pageSize: 2 },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const start = (): Promise<Up> => upOnFile(dir, file, 2);
   let up = await start();
   t.teardown(() => up.stop(1000));
   const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();
@@ -80,9 +70,13 @@ t.test(`generated writes, file edits and restarts agree (seed ${SEED})`, async (
   const state = (): string => JSON.stringify([up.runtime.store.current.generation, up.runtime.store.current.records]);
   const counts = { put: 0, patch: 0, delete: 0, invalid: 0, file: 0, restart: 0 };
 
-  for (let step = 0; step < 150; step++) {
+  // Where each kind of step starts in [0, 1): a kind that has not run by the last steps is made to run.
+  const KIND_AT = { put: 0, patch: 0.25, delete: 0.4, invalid: 0.55, file: 0.75, restart: 0.95 } as const;
+  const STEPS = 150;
+  for (let step = 0; step < STEPS; step++) {
     const name = pick(NAMES);
-    const r = random();
+    const missing = (Object.keys(KIND_AT) as (keyof typeof KIND_AT)[]).filter((k) => counts[k] === 0);
+    const r = STEPS - step <= missing.length ? KIND_AT[missing[0]!] : random();
     const description = `step-${step}`;
     if (r < 0.25) {
       const got = await call('PUT', W, workload(name, description, random() < 0.5 ? String(Math.floor(random() * 3)) : 1));

@@ -240,7 +240,10 @@ t.test('the platform API under up', async (t) => {
     isErrorBody(t, await get('/org/other/gvc/g1'), 404, 'not_found');
     isErrorBody(t, await get('/org/acme/nothing'), 404, 'not_found');
     isErrorBody(t, await get('/elsewhere'), 404, 'not_found');
-    isErrorBody(t, await fromOutside('/'), 404, 'not_found');
+    const root = await fromOutside('/');
+    t.equal(root.status, 200, 'GET /: the references of everything served, to anyone');
+    t.match(JSON.parse(root.body), { links: [{ rel: 'self', href: '/' }, { rel: 'orgs', href: '/org' }, { rel: 'org', href: '/org/acme' }] });
+    isErrorBody(t, await fromOutside('/', { method: 'POST' }), 405, 'method_not_allowed');
     const wrongMethod = await fromReplica('g1/caller', { path: '/org/acme/quota', method: 'DELETE', token: 'own' });
     isErrorBody(t, wrongMethod, 405, 'method_not_allowed');
     t.equal(wrongMethod.headers.allow, 'GET');

@@ -66,7 +66,7 @@ t.test('svcproxy rest against up', async (t) => {
     t.equal(r.code, 0, r.stderr);
     t.equal(JSON.parse(r.stdout).name, 'acme');
     const byOrg = await runClient(['rest', 'get', '//gvc/shop', '-o', 'names'], withKey);
-    t.equal(byOrg.stdout, 'shop\n', '// paths take the org of the key');
+    t.equal(byOrg.stdout, 'shop\n', '// paths take the org the local up serves (GET /org)');
     const scoped = await runClient(['rest', 'get', '//workload/api', '--gvc', 'shop', '-o', 'names'], withKey);
     t.equal(scoped.stdout, 'api\n', '//workload paths take --gvc');
     const noGvc = await runClient(['rest', 'get', '//workload/api'], withKey);
@@ -89,10 +89,10 @@ t.test('svcproxy rest against up', async (t) => {
     t.notMatch(r.stderr, api.key, 'the token itself is never written');
     t.notMatch(r.stderr, api.key.slice(3, -3));
     t.match(r.stderr, /<<<<\n< 200 OK\n< content-type: application\/json\n[\s\S]*"name": "acme"[\s\S]*\n<<<<<<<<\n$/);
-    const v = await runClient(['rest', 'get', '/org/acme', '-v', '-o', 'names'], withKey);
+    const v = await runClient(['rest', 'get', '//org', '-v', '-o', 'names'], withKey);
     t.match(v.stderr, `svcproxy: endpoint http://${api.address} (the local up)`);
     t.match(v.stderr, 'svcproxy: token from the key file');
-    t.match(v.stderr, 'svcproxy: org acme (key file)');
+    t.match(v.stderr, 'svcproxy: org acme (the endpoint\'s only org, GET /org)', 'no org given: the local up\'s, asked of it');
     t.notMatch(v.stderr, api.key);
   });
 

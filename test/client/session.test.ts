@@ -169,14 +169,15 @@ t.test('svc: SVC_HOME, else $XDG_CONFIG_HOME/svc, else ~/.config/svc; SVC_* vari
   t.match(session, { vendor: 'svc', endpoint: 'http://e.example:1', token: 't', org: 'o', gvc: 'g', local: false });
 });
 
-t.test('the local up: SVCPROXY_API, the key of the folder (its org), and nothing of it sent elsewhere', async (t) => {
+t.test('the local up: SVCPROXY_API, the key of the folder (not its org: asked of up), and nothing of it sent elsewhere', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-local-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(path.join(dir, '.svcproxy'));
   const key = makeOperatorKey('acme');
   writeFileSync(path.join(dir, '.svcproxy', 'api-token'), `${key}\n`);
   const open = (argv: string[], env: NodeJS.ProcessEnv = {}) => openSession(parseClientArgs(['rest', 'get', '/x', ...argv]), { env: { HOME: dir, ...env }, cwd: dir, stdoutIsTTY: false, now: 0 });
-  t.match(open([]), { endpoint: 'http://127.0.0.1:15080', token: key, org: 'acme', local: true, actor: 'svcproxy-up (a service account of acme)' });
+  t.match(open([]), { endpoint: 'http://127.0.0.1:15080', token: key, local: true, actor: 'svcproxy-up (a service account of acme)' });
+  t.equal(open([]).org, undefined, 'the key\'s org is the one up served when it wrote the key: not taken (scope.ts asks GET /org)');
   t.equal(open([], { SVCPROXY_API: '0.0.0.0:25080' }).endpoint, 'http://127.0.0.1:25080');
   t.equal(open([], { SVCPROXY_API: '[::]:25080' }).endpoint, 'http://[::1]:25080');
   t.equal(open(['--org', 'other']).org, 'other');

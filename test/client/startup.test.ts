@@ -33,6 +33,10 @@ const DEPENDENCIES = Object.keys((JSON.parse(readFileSync(path.join(ROOT, 'packa
 /** A module of one of the program's dependencies (tap's own, which it preloads into children, are not). */
 const isDependency = (m: string): boolean => DEPENDENCIES.some((d) => m.startsWith(`node_modules/${d}/`));
 
+/** The program's own modules outside the client's (the client's entry may load the suggestion module of usage errors). */
+const outsideClient = (modules: readonly string[]): string[] =>
+  modules.filter((m) => (m.startsWith('dist/') || m.startsWith('bin/')) && !m.startsWith('dist/client/') && m !== 'bin/svcproxy.js' && m !== 'dist/config/suggest.js');
+
 /** The modules one run of the program loaded, relative to the repository where they are in it. */
 function loaded(argv: string[]): Promise<{ code: number; modules: string[]; stderr: string }> {
   writeFileSync(LOG, '');
@@ -50,6 +54,8 @@ t.test('which command lines are the client\'s', async (t) => {
   t.equal(clientCommandOf(['rest', 'get', '/x']), 'rest');
   t.equal(clientCommandOf(['--org', 'acme', '-o', 'json', 'rest', 'get']), 'rest', 'options and their values before the command');
   t.equal(clientCommandOf(['help', 'rest']), 'rest');
+  t.equal(clientCommandOf(['--gvc', 'shop', 'connect', 'api', '--', 'curl']), 'connect');
+  t.equal(clientCommandOf(['--location', 'loc1', '--replica', 'api-0', 'connect']), 'connect', 'connect\'s options and their values before the command');
   t.equal(clientCommandOf(['-v', 'rest']), 'rest');
   t.equal(clientCommandOf(['--color=false', '--output=json', 'rest']), 'rest');
   for (const argv of [['up'], ['--help'], [], ['help'], ['-c', 'rest', 'validate'], ['--config=x', 'rest'], ['validate', '--config', 'rest'], ['explain', 'rest'], ['--', 'rest']]) {
@@ -64,10 +70,18 @@ t.test('rest get loads the client only', async (t) => {
   t.match(json.stderr, 'ECONNREFUSED');
   const ours = json.modules.filter((m) => m.startsWith('dist/') || m.startsWith('bin/'));
   t.ok(ours.includes('dist/client/main.js'), 'the client\'s entry');
-  t.same(ours.filter((m) => !m.startsWith('dist/client/') && m !== 'bin/svcproxy.js' && m !== 'dist/config/suggest.js'), [], 'nothing of the data plane');
+  t.same(outsideClient(json.modules), [], 'nothing of the data plane');
   t.same(json.modules.filter(isDependency), [], 'none of the dependencies: not pino, undici, js-yaml or string-width');
   const yaml = await loaded(['rest', 'get', '/org/acme', '-o', 'yaml', '--endpoint', `http://127.0.0.1:${port}`]);
   t.same([...new Set(yaml.modules.filter(isDependency).map((m) => m.split('/')[1]))], ['js-yaml'], 'YAML (the error printed as YAML): js-yaml only');
+  const connect = await loaded(['connect', 'api', '--gvc', 'shop', '--org', 'acme', '--endpoint', `http://127.0.0.1:${port}`, '--', 'true']);
+  t.equal(connect.code, 1, 'connect ran (the endpoint refused)');
+  t.same(outsideClient(connect.modules), [], 'connect: nothing of the data plane');
+  t.same(connect.modules.filter(isDependency), [], 'connect: none of the dependencies');
+  const quota = await loaded(['quota', 'get', '-o', 'json', '--org', 'acme', '--endpoint', `http://127.0.0.1:${port}`]);
+  t.equal(quota.code, 1, 'quota ran (the endpoint refused)');
+  t.same(outsideClient(quota.modules), [], 'quota: nothing of the data plane');
+  t.same(quota.modules.filter(isDependency), [], 'quota: none of the dependencies');
 });
 
 t.test('the data plane\'s commands start its entry', async (t) => {

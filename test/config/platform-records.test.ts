@@ -57,7 +57,7 @@ t.test('a manifest of the platform\'s shape loads as it is: no gvc members, the 
 
   const report = await validateReport([SHOP], defaultSettings);
   t.equal(report.exitCode, 0, report.stderr.join('\n'));
-  t.same(report.stdout, ['valid: 4 records checked (gvc 1, workload 3); 4 not checked, of kinds svcproxy does not read (volumeset 1, secret 1, identity 1, policy 1)']);
+  t.same(report.stdout, ['valid: 5 records checked (gvc 1, workload 3, policy 1); 3 not checked, of kinds svcproxy does not read (volumeset 1, secret 1, identity 1)']);
 });
 
 t.test('a location record overrides the platform\'s location of its name', async (t) => {

@@ -42,7 +42,9 @@ import { testCert } from '../fixtures/tls.js';
 import { ROOT, commandsIn, docFiles, filesIn, proseFlags, synopsisArgs, type DocCommand } from './fixtures.js';
 import { clientCommandOf } from '../../src/client/words.js';
 import { CLIENT_OPTIONS, parseClientArgs } from '../../src/client/args.js';
-import { REST_VERBS, restCommand } from '../../src/client/rest.js';
+import { COMMAND_SPECS } from '../../src/client/commands.js';
+import { isClientCommand } from '../../src/client/words.js';
+import { echoScriptPath } from '../../src/local/index.js';
 import { startApi, type ApiUp } from '../helpers/client.js';
 
 // Every sh block of the docs is run (roles to /ready, the client's lines against a real up): past tap's
@@ -96,13 +98,22 @@ function parseClient(c: DocCommand): void {
   if (c.lang === 'text' || c.lang === '') {
     const args = synopsisArgs(c.args).map((a) => (a === '--no-color' ? '--color' : a));
     const { positionals } = parseArgs({ args, options: CLIENT_OPTIONS, strict: true, allowPositionals: true });
-    const verb = (positionals[positionals[0] === 'help' ? 2 : 1] ?? '').split('|')[0]!;
-    if (verb !== '' && !(REST_VERBS as readonly string[]).includes(verb)) throw new Error(`${verb} is not a rest verb`);
+    const at = positionals[0] === 'help' ? 1 : 0;
+    const command = positionals[at];
+    if (!isClientCommand(command)) throw new Error(`${command} is not a client command`);
+    const verbs = COMMAND_SPECS[command].verbs;
+    const verb = (positionals[at + 1] ?? '').split('|')[0]!;
+    if (verbs && verb !== '' && !verbs.includes(verb)) throw new Error(`${verb} is not a ${command} verb`);
     return;
   }
   const parsed = parseClientArgs(c.args);
   if (parsed.help) return;
-  restCommand(parsed.words.slice(1), parsed);
+  // The command's own check of its words and options (commands.ts), as the entry runs it.
+  const [command, ...after] = parsed.words;
+  if (!isClientCommand(command)) throw new Error(`${command} is not a client command`);
+  const spec = COMMAND_SPECS[command];
+  if (spec.verbs && !spec.verbs.includes(after[0] ?? '')) throw new Error(`${after[0]} is not a ${command} verb`);
+  spec.prepare(spec.verbs ? after[0]! : '', spec.verbs ? after.slice(1) : after, parsed);
 }
 
 t.test('every svcproxy command line in the docs parses with the program\'s options', async (t) => {
@@ -325,7 +336,9 @@ function orgRecords(org: string): Record<string, unknown>[] {
     { kind: 'org', name: org },
     { kind: 'location', name: 'aws-us-east-2', provider: 'aws', region: 'us-east-2' },
     { kind: 'gvc', name: 'shop', alias: 'abcdefghij123', description: 'the shop', spec: { staticPlacement: { locationLinks: ['//location/aws-us-east-2'] } } },
-    workload('web'), workload('api'), workload('echo'),
+    workload('web'), workload('api'),
+    // echo runs (the demo's echo app), so `svcproxy connect echo` has a replica to connect to.
+    { ...workload('echo'), spec: { ...workload('echo').spec, containers: [{ name: 'echo', command: process.execPath, args: [echoScriptPath()], ports: [{ number: 8080, protocol: 'http' }] }] } },
   ];
 }
 

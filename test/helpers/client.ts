@@ -5,7 +5,8 @@
  * real `svcproxy up` with its platform API on a free port, its state folder (`.svcproxy`, with the
  * operator key) in a temporary folder that the client can run in.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +51,16 @@ export async function runClient(argv: readonly string[], opts: ClientOptions = {
     now: opts.now ?? (() => new Date()),
     sleep: async () => undefined,
     random: () => 0,
+    // connect's command: its output captured with the client's, its stdin the run's.
+    run: (command, args, o) => new Promise((resolve) => {
+      const child = spawn(command, [...args], { env: o.env, cwd: o.cwd, stdio: 'pipe' });
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(opts.stdin ?? '');
+      child.once('error', (error) => resolve({ error }));
+      child.once('close', (code, signal) => resolve({ code: code ?? 128 + (signal ? osConstants.signals[signal] : 0) }));
+    }),
   };
   const code = await main(argv, io);
   return { code, stdout, stderr };

@@ -187,7 +187,7 @@ export interface MeshUp {
 export async function startMeshUp(
   t: { teardown(fn: () => unknown): void },
   workloads: readonly Record<string, unknown>[],
-  opts: Partial<Pick<UpOptions, 'meshCertTtlMs' | 'mesh' | 'logger' | 'deps'>> = {},
+  opts: Partial<Pick<UpOptions, 'meshCertTtlMs' | 'mesh' | 'logger' | 'deps' | 'api'>> = {},
 ): Promise<MeshUp> {
   const stateDir = await tempDir(t, 'svcproxy-state-');
   const caDir = join(stateDir, 'ca');

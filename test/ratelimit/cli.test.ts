@@ -72,7 +72,24 @@ t.test('serves until SIGTERM (exit 0); SIGHUP reloads the rules', { skip }, asyn
   const ask = (): Promise<string> => new Promise((resolve, reject) =>
     client.ShouldRateLimit({ domain: 'cli', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }, { deadline: Date.now() + 2000 }, (err, res) => (err ? reject(err) : resolve(res!.overall_code))),
   );
-  // The child compiles TypeScript before it listens: wait for it.
+  // The child compiles TypeScript before it listens (a minute on a loaded machine): wait for it to
+  // say so, or to exit; then the client connects.
+  await new Promise<void>((resolve, reject) => {
+    const check = (): void => {
+      if (/ratelimit listening|listening\s+grpc:/.test(out)) done(resolve);
+    };
+    const exited = (): void => done(() => reject(new Error(`exited before listening\n${out}`)));
+    const done = (settle: () => void): void => {
+      child.stdout.off('data', check);
+      child.stderr.off('data', check);
+      child.off('exit', exited);
+      settle();
+    };
+    child.stdout.on('data', check);
+    child.stderr.on('data', check);
+    child.once('exit', exited);
+    check();
+  });
   await new Promise<void>((resolve, reject) => (client as unknown as grpc.Client).waitForReady(Date.now() + 20_000, (err) => (err ? reject(new Error(`${err.message}\n${out}`)) : resolve())));
   t.equal(await ask(), 'OK');
   t.equal(await ask(), 'OVER_LIMIT');

@@ -10,7 +10,7 @@
 import { keyOrder, sortedCopy } from './order.js';
 import { colorJson, colorYaml } from './color.js';
 import { renderTable } from './table.js';
-import { modelOf } from './models.js';
+import { hintedModelOf, modelOf } from './models.js';
 import { jsYaml } from './yaml.js';
 
 export const OUTPUTS = ['text', 'json', 'yaml', 'json-slim', 'yaml-slim', 'tf', 'crd', 'names'] as const;
@@ -27,6 +27,8 @@ export interface FormatOptions {
   readonly vendor: string;
   /** The clock of `--ts age` (ms since the epoch). */
   readonly now?: () => number;
+  /** The table to print the value as (the platform CLI's `_hints.kind`: `flattenedPermissions`). */
+  readonly kind?: string;
 }
 
 /** `-o names` of something that has no `name`. */
@@ -97,7 +99,8 @@ export function toText(value: unknown, options: FormatOptions): string {
     kind = v!.query?.kind;
     rows = v!.items;
   }
-  const model = typeof kind === 'string' ? modelOf(kind) : undefined;
+  if (options.kind !== undefined) kind = options.kind;
+  const model = typeof kind === 'string' ? (options.kind !== undefined ? hintedModelOf(kind) : modelOf(kind)) : undefined;
   if (model) {
     const items = Array.isArray(rows) ? rows : [rows];
     const now = new Date((options.now ?? Date.now)());

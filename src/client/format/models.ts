@@ -175,3 +175,23 @@ export function modelOf(kind: string): Model | undefined {
 export const TABLE_KINDS: readonly string[] = Object.keys(MODELS);
 
 export type { Item };
+
+/**
+ * Tables the platform CLI prints only when a command names them (its `_hints.kind`), never for an
+ * answer's own kind: `flattenedPermissions`, the text of `X permissions` (one row per permission, with
+ * the permissions it implies).
+ */
+const HINTED: Readonly<Record<string, Model>> = {
+  flattenedPermissions: {
+    columns: c('NAME', 'DESCRIPTION', 'IMPLIES'),
+    row: (o) => {
+      const implied = member(member(o, 'implied'), String(member(o, 'name')));
+      return [member(o, 'name'), description(o), implied ? (Array.isArray(implied) ? implied : [implied]).join(', ') : ''];
+    },
+  },
+};
+
+/** A table a command names (`format`'s `kind`): a hinted one, else the kind's own. */
+export function hintedModelOf(kind: string): Model | undefined {
+  return Object.prototype.hasOwnProperty.call(HINTED, kind) ? HINTED[kind] : modelOf(kind);
+}

@@ -64,12 +64,23 @@ export function authenticate(authorization: string | undefined, caller: ApiCalle
   throw new ApiError('invalid_token', 'the token is neither the operator key (.svcproxy/api-token) nor a workload token of this svcproxy up');
 }
 
-/** What a route asks to do: read its org (granted without an identity), read, write, reveal a secret. */
-export type Action = 'read-org' | 'read' | 'write' | 'reveal';
+/**
+ * What a route asks to do: read its org (granted without an identity), read, write, reveal a secret,
+ * or operate the local platform itself (a quota's max, an increase request's decision: the operator
+ * key only, as the platform's own staff decide those), or connect to a replica (its environment
+ * holds the replica's `SVC_TOKEN`: the operator key only).
+ */
+export type Action = 'read-org' | 'read' | 'write' | 'reveal' | 'operate' | 'connect';
 
 /** Throws 403 `permission_denied` unless `principal` may do `action` (see the module comment). */
 export function mayDo(principal: Principal, action: Action, workloadRecord: (key: string) => RawRecord | undefined): void {
   if (action === 'read-org' || principal.kind === 'operator') return;
+  if (action === 'operate') {
+    throw new ApiError('permission_denied', 'only the operator key (.svcproxy/api-token) changes a quota\'s max or decides an increase request');
+  }
+  if (action === 'connect') {
+    throw new ApiError('permission_denied', 'only the operator key (.svcproxy/api-token) reads a replica\'s environment (it holds the replica\'s SVC_TOKEN)');
+  }
   if (principal.kind === 'anonymous') {
     throw new ApiError('permission_denied', 'without a credential only the org may be read; send a workload\'s token (Authorization: Bearer $SVC_TOKEN) from its replica');
   }

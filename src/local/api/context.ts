@@ -33,9 +33,21 @@ export interface ApiDeps {
   deployments(key: string): readonly DeploymentStatus[];
   /** The URL of a host name on `up`'s ingress listener (a workload's `status.endpoint`). */
   endpointUrl(host: string): string;
+  /** The processes `up` runs for a workload (`gvc/name`), with their environment: `-connect` (connect.ts). */
+  replicaProcesses(key: string): readonly ReplicaProcess[];
   /** Items in a page of a list unless the request says `limit`. */
   readonly pageSize: number;
   readonly body: BodyLimits;
+}
+
+/** One process of a replica `up` runs (src/local/supervisor.ts `processes()`). */
+export interface ReplicaProcess {
+  readonly location: string;
+  readonly replica: string;
+  readonly container: string;
+  readonly ready: boolean;
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
 }
 
 /** How a request body is read (body.ts): its size and time limits. */

@@ -24,8 +24,15 @@ export const API_ERRORS = {
   already_exists: 409,
   /** The body's `version` is not the record's: it changed since the client read it. */
   version_conflict: 409,
+  /** An increase request that was decided already (approved or denied) cannot be decided again. */
+  already_decided: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /**
+   * An API write that would take a quota past its max (the message names the quota, so cpln does not
+   * retry it); 403 for a PUT (`ApiError.withStatus`).
+   */
+  quota_exceeded: 429,
   internal_error: 500,
 } as const satisfies Record<string, number>;
 
@@ -42,12 +49,26 @@ export interface ApiErrorBody {
 
 /** A refusal the handler answers with; thrown only inside the handler and caught there. */
 export class ApiError extends Error {
+  /** Set by `withStatus`: the code's usual status does not suit the request (see there). */
+  private override?: number;
+
   constructor(readonly code: ApiErrorCode, message: string, readonly details: Readonly<Record<string, unknown>> = {}) {
     super(message);
   }
 
   get status(): number {
-    return API_ERRORS[this.code];
+    return this.override ?? API_ERRORS[this.code];
+  }
+
+  /**
+   * The same refusal answered with `status`: a quota refusal of a `PUT` is 403, not 429, as the
+   * platform's CLI retries a 429 to a PUT ten times whatever it says (axios-retry takes a 429 to an
+   * idempotent method for a rate limit), so `cpln apply` would wait minutes for the same answer.
+   */
+  withStatus(status: number): ApiError {
+    const copy = new ApiError(this.code, this.message, this.details);
+    copy.override = status;
+    return copy;
   }
 
   body(id = randomUUID()): ApiErrorBody {

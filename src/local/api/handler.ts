@@ -53,7 +53,8 @@ async function answerOf(deps: ApiDeps, req: ApiRequest, caller: ApiCaller | unde
   const authorization = req.headers.authorization;
   const principal = authenticate(typeof authorization === 'string' ? authorization : undefined, caller, deps.tokenSecret, snapshot.workloads.keys(), deps.operatorKey);
   const org = deps.org();
-  if (params.org !== org) throw new ApiError('not_found', `org ${params.org ?? ''} not found`, { kind: 'org', name: params.org });
+  // `/org`, `/org/-query` and `/org/-schema/permissions` name no org: they answer the one `up` serves.
+  if (params.org !== undefined && params.org !== org) throw new ApiError('not_found', `org ${params.org} not found`, { kind: 'org', name: params.org });
   const index = indexOf(snapshot, org);
   mayDo(principal, route.action, (key) => index.of('workload').get(key));
   const query = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');

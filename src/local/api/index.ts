@@ -24,6 +24,7 @@ import { handleApi, type ApiDeps, type ApiRequest, type ApiResponse } from './ha
 import type { ApiCaller } from './auth.js';
 import { BODY_TIMEOUT_MS, MAX_BODY_BYTES } from './body.js';
 import type { DeploymentStatus } from '../deployments.js';
+import type { ReplicaProcess } from './context.js';
 import { systemClock, type Clock } from '../../deps.js';
 
 export type { ApiCaller } from './auth.js';
@@ -44,6 +45,8 @@ export interface PlatformApiOptions {
   readonly now?: () => number;
   /** A workload's deployments (src/local/deployments.ts); default: none. */
   readonly deployments?: (key: string) => readonly DeploymentStatus[];
+  /** The processes `up` runs for a workload (`gvc/name`), for `-connect`; default: none. */
+  readonly replicaProcesses?: (key: string) => readonly ReplicaProcess[];
   /** The URL of a host name on the ingress listener; default `http://HOST`. */
   readonly endpointUrl?: (host: string) => string;
   /** Items in a page of a list (default 100; a request may ask for `limit` up to 1000). */
@@ -79,6 +82,7 @@ export class PlatformApi {
       now: () => new Date(now()).toISOString(),
       logger: opts.logger.child({ component: 'api' }),
       deployments: opts.deployments ?? (() => []),
+      replicaProcesses: opts.replicaProcesses ?? (() => []),
       endpointUrl: opts.endpointUrl ?? ((host) => `http://${host}`),
       pageSize: opts.pageSize ?? DEFAULT_PAGE_SIZE,
       body: { maxBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES, timeoutMs: opts.bodyTimeoutMs ?? BODY_TIMEOUT_MS, clock: opts.clock ?? systemClock },

@@ -1,59 +1,32 @@
 /**
  * The resources of `up`'s platform API, one row per kind (DESIGN §13; the platform CLI's
  * `dist/src/rest/map.js` for paths and verbs, plus the `PUT` on collections that `cpln apply` sends
- * and on items that `cpln ... edit --replace` sends): where the kind lives (`root`: the org itself,
- * `org`: `/org/O/KIND/NAME`, `gvc`: `/org/O/gvc/G/KIND/NAME`), the verbs of its collection and its
- * items, whether it is also listed across GVCs at `/org/O/KIND`, the read-only members a written body
- * may carry and that are dropped (besides `id`, `version`, `created`, `lastModified` and `links`),
- * what DELETE answers, read-only sub-resources (a secret's `-reveal`, a workload's `deployment`s),
- * and how a record is shown. The router (router.ts) serves every row the same way; a new kind is a
- * new row. Views never throw.
+ * and on items that `cpln ... edit --replace` sends; row.ts says what a row holds): org, gvc,
+ * workload, identity, secret, domain, policy (stored and listed, never enforced), location (the
+ * platform's own and the records', read-only), auditctx (read-only) and quota (computed; its own
+ * routes, quota-api.ts). Every collection answers `-query` and `-schema/permissions`. The router
+ * (router.ts) serves every row the same way; a new kind is a new row. Views never throw.
  */
 import type { RawRecord } from '../../config/records.js';
 import { internalHostFor, locationHostFor } from '../../routing/hosts.js';
 import { stableId } from '../../config/record-meta.js';
+import { PLATFORM_LOCATION_NAMES, platformLocationRecord } from '../../config/platform-locations.js';
+import { isObject } from '../../config/schema.js';
 import { workloadReadiness, type DeploymentStatus } from '../deployments.js';
-import type { Answer, ApiContext } from './context.js';
-import type { Action } from './auth.js';
+import type { ApiContext } from './context.js';
 import { ApiError } from './errors.js';
-import { quotaRows, quotaView } from './quota.js';
+import { patchOrg } from './org.js';
+import { connectAnswer } from './connect.js';
+import { PERMISSIONS } from './permissions.js';
+import { QUOTA_ROUTES, quotaEntries, quotaLookup } from './quota-api.js';
+import type { CollectionVerb, ItemVerb, KindRow } from './row.js';
 import { gvcView, recordView, selfLink, type Link } from './views.js';
 
-
-export type CollectionVerb = 'GET' | 'POST' | 'PUT';
-export type ItemVerb = 'GET' | 'PUT' | 'PATCH' | 'DELETE';
-
-export interface SubRoute {
-  /** The path after the item's (`-reveal`, `deployment`, `deployment/:location`). */
-  readonly path: string;
-  readonly action: Action;
-  /** Answers a GET for the item `record` (found: a missing item is 404 before this runs). */
-  run(ctx: ApiContext, record: RawRecord, gvc: string | undefined): Answer;
-}
-
-export interface KindRow {
-  readonly kind: string;
-  readonly scope: 'root' | 'org' | 'gvc';
-  readonly collection: readonly CollectionVerb[];
-  readonly item: readonly ItemVerb[];
-  /** A GVC-scoped kind also listed across every GVC at `/org/O/KIND` (`cpln workload get --all-gvcs`). */
-  readonly orgList?: boolean;
-  /** Read-only members of this kind besides the common ones: dropped from a written body. */
-  readonly readOnly: readonly string[];
-  /** DELETE's status: 202 while the removal goes on after the answer (a workload's replicas drain). */
-  readonly deleteStatus?: 202 | 204;
-  readonly subs?: readonly SubRoute[];
-  /** The items of a list when they are not the kind's records (quotas are computed). */
-  listItems?(ctx: ApiContext): Record<string, unknown>[];
-  /** The record as the API shows it (`gvc`: the GVC of a GVC-scoped record). */
-  view(ctx: ApiContext, record: RawRecord, gvc: string | undefined): Record<string, unknown>;
-}
-
 /** The verbs of a kind the API writes: what `cpln` sends (map.js, plus `PUT` for `apply` and `edit --replace`). */
-const WRITABLE = { collection: ['GET', 'POST', 'PUT'], item: ['GET', 'PUT', 'PATCH', 'DELETE'] } as const;
-
-/** Read-only members every record has (platform spec, Common record fields). */
-export const COMMON_READ_ONLY: readonly string[] = ['id', 'version', 'created', 'lastModified', 'links'];
+const WRITABLE: { readonly collection: readonly CollectionVerb[]; readonly item: readonly ItemVerb[] } = {
+  collection: ['GET', 'POST', 'PUT'],
+  item: ['GET', 'PUT', 'PATCH', 'DELETE'],
+};
 
 const plain = (ctx: ApiContext, record: RawRecord, gvc: string | undefined): Record<string, unknown> => recordView(record, ctx.org, ctx.deps.since, gvc);
 
@@ -133,13 +106,31 @@ function deploymentsOf(ctx: ApiContext, record: RawRecord, gvc: string): readonl
   return ctx.deps.deployments(`${gvc}/${String(record.name)}`);
 }
 
+/** A location as the platform shows it: its origin (`builtin` for the platform's own), `spec.enabled`. */
+function locationView(ctx: ApiContext, record: RawRecord): Record<string, unknown> {
+  const view = recordView(record, ctx.org, ctx.deps.since);
+  const spec = isObject(record.spec) ? record.spec : {};
+  return { ...view, origin: typeof record.origin === 'string' ? record.origin : 'default', spec: { enabled: true, ...spec } };
+}
+
+/** The platform's own locations and the location records (a record overrides one of its name), by name. */
+function locationEntries(ctx: ApiContext): [string, RawRecord][] {
+  const records = ctx.index.of('location');
+  const out: [string, RawRecord][] = [...records];
+  for (const name of PLATFORM_LOCATION_NAMES) if (!records.has(name)) out.push([name, platformLocationRecord(name)!]);
+  return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 export const KINDS: readonly KindRow[] = [
   {
     kind: 'org',
     scope: 'root',
-    collection: [],
+    collection: ['GET'],
     item: ['GET'],
     readOnly: ['status'],
+    query: true,
+    permissions: PERMISSIONS.org,
+    routes: [{ method: 'PATCH', path: ':org', action: 'write', run: patchOrg }],
     view: plain,
   },
   {
@@ -148,6 +139,8 @@ export const KINDS: readonly KindRow[] = [
     ...WRITABLE,
     readOnly: ['alias', 'status'],
     deleteStatus: 204,
+    query: true,
+    permissions: PERMISSIONS.gvc,
     // `spec` always: the CLI's table reads `spec.domain`.
     view: (ctx, record) => {
       const view = gvcView(record, ctx.snapshot, ctx.org, ctx.deps.since);
@@ -161,6 +154,8 @@ export const KINDS: readonly KindRow[] = [
     orgList: true,
     readOnly: ['status'],
     deleteStatus: 202,
+    query: true,
+    permissions: PERMISSIONS.workload,
     view: workloadView,
     subs: [
       {
@@ -182,6 +177,8 @@ export const KINDS: readonly KindRow[] = [
           return { status: 200, body: deploymentView(ctx, record, gvc!, d) };
         },
       },
+      // up's own (svcproxy connect): a replica's environment and working directory, the operator key's only.
+      { path: '-connect', action: 'connect', run: (ctx, record, gvc) => connectAnswer(ctx, record, gvc!) },
     ],
   },
   {
@@ -191,6 +188,8 @@ export const KINDS: readonly KindRow[] = [
     orgList: true,
     readOnly: ['status'],
     deleteStatus: 204,
+    query: true,
+    permissions: PERMISSIONS.identity,
     view: plain,
   },
   {
@@ -199,6 +198,8 @@ export const KINDS: readonly KindRow[] = [
     ...WRITABLE,
     readOnly: ['status'],
     deleteStatus: 204,
+    query: true,
+    permissions: PERMISSIONS.secret,
     view: plain,
     subs: [
       {
@@ -214,7 +215,31 @@ export const KINDS: readonly KindRow[] = [
     ...WRITABLE,
     readOnly: ['status'],
     deleteStatus: 204,
+    query: true,
+    permissions: PERMISSIONS.domain,
     view: plain,
+  },
+  {
+    kind: 'policy',
+    scope: 'org',
+    ...WRITABLE,
+    readOnly: ['status', 'origin'],
+    deleteStatus: 204,
+    query: true,
+    permissions: PERMISSIONS.policy,
+    view: (ctx, record) => ({ origin: 'default', ...plain(ctx, record, undefined) }),
+  },
+  {
+    kind: 'location',
+    scope: 'org',
+    collection: ['GET'],
+    item: ['GET'],
+    readOnly: ['status', 'origin'],
+    query: true,
+    permissions: PERMISSIONS.location,
+    entries: locationEntries,
+    lookup: (ctx, name) => ctx.index.of('location').get(name) ?? platformLocationRecord(name),
+    view: locationView,
   },
   {
     kind: 'auditctx',
@@ -222,6 +247,8 @@ export const KINDS: readonly KindRow[] = [
     collection: ['GET'],
     item: ['GET'],
     readOnly: ['status', 'origin'],
+    query: true,
+    permissions: PERMISSIONS.auditctx,
     view: plain,
   },
   {
@@ -230,7 +257,12 @@ export const KINDS: readonly KindRow[] = [
     collection: ['GET'],
     item: [],
     readOnly: [],
-    listItems: (ctx) => quotaRows(ctx.snapshot, ctx.index).map((r) => quotaView(r, ctx.org)),
-    view: plain,
+    query: true,
+    permissions: PERMISSIONS.quota,
+    routes: QUOTA_ROUTES,
+    entries: quotaEntries,
+    lookup: quotaLookup,
+    // A quota's entry is its view already (quota.ts).
+    view: (_ctx, record) => record as Record<string, unknown>,
   },
 ];

@@ -1,36 +1,29 @@
 /**
- * `GET /org/{org}/quota`: the spec's built-in quotas (agents, workloads-per-gvc, memory-per-workload,
- * replicas-per-workload, cpu-per-workload, identities-per-gvc, gvcs, domains, cloudaccounts), each
- * with CURRENT computed from the records in force and a MAX `up` does not enforce (nothing is
- * refused for being over it: the local platform shows the numbers so code that reads them runs).
- * Per-GVC quotas come once per GVC with a `gvcLink` dimension (spec, Quota). The per-workload ones
- * are org-wide limits on each workload; their CURRENT is the largest value any workload has (the
- * one nearest the limit): the largest container's memory (MiB) and CPU (millicores), per container
- * as the spec says, and the largest `maxScale` of any location. Pure; never throws.
+ * The spec's built-in quotas (agents, workloads-per-gvc, memory-per-workload, replicas-per-workload,
+ * cpu-per-workload, identities-per-gvc, gvcs, domains, cloudaccounts; config/quotas.ts), as the
+ * platform API shows and enforces them (DESIGN §13). Each has a CURRENT computed from the records in
+ * force and a MAX: its `quota` record's `max` when the API (or a file) set one, else svcproxy's
+ * default. Per-GVC quotas come once per GVC with a `gvcLink` dimension (spec, Quota). The
+ * per-workload ones are org-wide limits on each workload; their CURRENT is the largest value any
+ * workload has (the one nearest the limit): the largest container's memory (MiB) and CPU
+ * (millicores), per container as the spec says, and the largest `maxScale` of any location.
+ *
+ * `quotaCheck` refuses an API write that takes a quota past its MAX: a count (GVCs, domains, a
+ * GVC's workloads or identities) that grows over its max, or a written workload whose container
+ * memory or CPU, or `maxScale` in a location, grows over the per-workload max. 429 `quota_exceeded`,
+ * its message naming the quota (the platform's CLI retries a 429 unless its message says "quota",
+ * util/axiosRetry.js). What the `--config` files hold is the operator's and is never refused: a
+ * count the files already put over its max refuses only writes that make it larger. Pure apart from
+ * the thrown refusal; never throws otherwise.
  */
 import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
-import { selfLink, stableId, type RecordIndex } from './views.js';
+import { QUOTA_DEFAULTS, isQuotaName, type QuotaName } from '../../config/quotas.js';
+import type { WriteAccept } from '../../config/store.js';
+import { ApiError } from './errors.js';
+import { indexOf, selfLink, stableId, type RecordIndex } from './views.js';
 
-/**
- * MAX of each quota. The platform's documentation (docs.controlplane.com/reference/quota, "Quota")
- * names the quotas (agents, domains, identities-per-gvc, workloads-per-gvc) but publishes no default
- * values, and the spec shows none: these are ours, chosen to be above what a machine running `up`
- * holds, and are only ever shown.
- */
-export const QUOTA_DEFAULTS = {
-  agents: { max: 10, unit: 'count', description: 'Max number of agents' },
-  'workloads-per-gvc': { max: 100, unit: 'count', description: 'Max number of workloads in a gvc' },
-  'memory-per-workload': { max: 8192, unit: 'MiB', description: 'Max memory of a container of a workload' },
-  'replicas-per-workload': { max: 20, unit: 'count', description: 'Max replicas of a workload in a location' },
-  'cpu-per-workload': { max: 4000, unit: 'millicore', description: 'Max CPU of a container of a workload' },
-  'identities-per-gvc': { max: 50, unit: 'count', description: 'Max number of workload identities in a gvc' },
-  gvcs: { max: 25, unit: 'count', description: 'Max number of GVCs' },
-  domains: { max: 25, unit: 'count', description: 'Max number of domains' },
-  cloudaccounts: { max: 10, unit: 'count', description: 'Max number of cloud accounts' },
-} as const;
-
-export type QuotaName = keyof typeof QUOTA_DEFAULTS;
+export { QUOTA_DEFAULTS, type QuotaName };
 
 /** `500m` → 500, `1.5` / `"2"` → 1500 / 2000 millicores; undefined when unreadable. */
 export function cpuMillicores(value: unknown): number | undefined {
@@ -56,70 +49,176 @@ export function memoryMiB(value: unknown): number | undefined {
   return Math.ceil(Number(m[1]) * MEMORY_UNITS[m[2]!]!);
 }
 
-function containersOf(record: RawRecord): readonly Record<string, unknown>[] {
-  const spec = record.spec;
+function containersOf(record: RawRecord | undefined): readonly Record<string, unknown>[] {
+  const spec = record?.spec;
   const list = spec !== null && typeof spec === 'object' ? (spec as Record<string, unknown>).containers : undefined;
   return Array.isArray(list) ? list.filter((c): c is Record<string, unknown> => c !== null && typeof c === 'object') : [];
 }
 
-/** The largest `measure` of any container of any workload (0 when none says). */
-function largestContainer(workloads: Iterable<RawRecord>, measure: (v: unknown) => number | undefined, member: string): number {
+/** The largest `measure` of any container of `record` (0 when none says). */
+function largestContainer(record: RawRecord | undefined, measure: (v: unknown) => number | undefined, member: string): number {
   let most = 0;
-  for (const w of workloads) for (const c of containersOf(w)) most = Math.max(most, measure(c[member]) ?? 0);
+  for (const c of containersOf(record)) most = Math.max(most, measure(c[member]) ?? 0);
   return most;
 }
 
-interface QuotaRow {
-  readonly name: QuotaName;
-  readonly current: number;
-  readonly gvc?: string;
+/** The per-workload quotas of one workload: its largest container's memory and CPU, its largest `maxScale`. */
+function perWorkload(snapshot: Snapshot, index: RecordIndex, key: string): Record<'memory-per-workload' | 'cpu-per-workload' | 'replicas-per-workload', number> {
+  const record = index.of('workload').get(key);
+  const model = snapshot.workloads.get(key);
+  return {
+    'memory-per-workload': largestContainer(record, memoryMiB, 'memory'),
+    'cpu-per-workload': largestContainer(record, cpuMillicores, 'cpu'),
+    'replicas-per-workload': model === undefined ? 0 : Math.max(model.defaultOptions.maxScale, ...[...model.locationOptions.values()].map((o) => o.maxScale)),
+  };
 }
 
-/** Every quota with its CURRENT, in the spec's order, per-GVC ones once per GVC. */
-export function quotaRows(snapshot: Snapshot, index: RecordIndex): QuotaRow[] {
-  const gvcs = [...snapshot.gvcs.keys()];
-  const perGvc = (kind: string): Map<string, number> => {
-    const counts = new Map(gvcs.map((g) => [g, 0]));
+export interface QuotaRow {
+  readonly name: QuotaName;
+  /** The GVC of a per-GVC quota. */
+  readonly gvc?: string;
+  readonly current: number;
+  readonly max: number;
+  /** The quota's record (its max and its increase requests), when one was written. */
+  readonly record?: RawRecord;
+}
+
+/** The `max` a quota record sets, else the default. */
+export function maxOf(name: QuotaName, record: RawRecord | undefined): number {
+  const max = record?.max;
+  return typeof max === 'number' && Number.isSafeInteger(max) && max >= 0 ? max : QUOTA_DEFAULTS[name].max;
+}
+
+/** The quota record of `name` (of `gvc`) in force. */
+export function quotaRecord(index: RecordIndex, name: QuotaName, gvc?: string): RawRecord | undefined {
+  return index.of('quota').get(gvc === undefined ? name : `${gvc}/${name}`);
+}
+
+/** Counted quotas of a snapshot by `name` or `name/gvc`: what a write may not grow past its max. */
+function counts(snapshot: Snapshot, index: RecordIndex): Map<string, number> {
+  const out = new Map<string, number>([
+    ['agents', index.of('agent').size],
+    ['gvcs', snapshot.gvcs.size],
+    ['domains', index.of('domain').size],
+    ['cloudaccounts', index.of('cloudaccount').size],
+  ]);
+  for (const [kind, name] of [['workload', 'workloads-per-gvc'], ['identity', 'identities-per-gvc']] as const) {
+    for (const g of snapshot.gvcs.keys()) out.set(`${name}/${g}`, 0);
     for (const key of index.of(kind).keys()) {
-      const g = key.slice(0, key.indexOf('/'));
-      if (counts.has(g)) counts.set(g, counts.get(g)! + 1);
+      const k = `${name}/${key.slice(0, key.indexOf('/'))}`;
+      const n = out.get(k);
+      if (n !== undefined) out.set(k, n + 1);
     }
-    return counts;
-  };
-  const workloads = [...index.of('workload').values()];
-  let replicas = 0;
-  for (const w of snapshot.workloads.values()) {
-    replicas = Math.max(replicas, w.defaultOptions.maxScale, ...[...w.locationOptions.values()].map((o) => o.maxScale));
   }
-  return [
-    { name: 'agents', current: index.of('agent').size },
-    ...[...perGvc('workload')].map(([gvc, n]) => ({ name: 'workloads-per-gvc' as const, current: n, gvc })),
-    { name: 'memory-per-workload', current: largestContainer(workloads, memoryMiB, 'memory') },
-    { name: 'replicas-per-workload', current: replicas },
-    { name: 'cpu-per-workload', current: largestContainer(workloads, cpuMillicores, 'cpu') },
-    ...[...perGvc('identity')].map(([gvc, n]) => ({ name: 'identities-per-gvc' as const, current: n, gvc })),
-    { name: 'gvcs', current: snapshot.gvcs.size },
-    { name: 'domains', current: index.of('domain').size },
-    { name: 'cloudaccounts', current: index.of('cloudaccount').size },
-  ];
+  return out;
+}
+
+/** Every quota with its CURRENT and MAX, in the spec's order, per-GVC ones once per GVC. */
+export function quotaRows(snapshot: Snapshot, index: RecordIndex): QuotaRow[] {
+  const count = counts(snapshot, index);
+  let memory = 0;
+  let cpu = 0;
+  let replicas = 0;
+  for (const key of index.of('workload').keys()) {
+    const w = perWorkload(snapshot, index, key);
+    memory = Math.max(memory, w['memory-per-workload']);
+    cpu = Math.max(cpu, w['cpu-per-workload']);
+    replicas = Math.max(replicas, w['replicas-per-workload']);
+  }
+  const current: Record<string, number> = { 'memory-per-workload': memory, 'cpu-per-workload': cpu, 'replicas-per-workload': replicas };
+  const rows: QuotaRow[] = [];
+  for (const name of Object.keys(QUOTA_DEFAULTS) as QuotaName[]) {
+    const gvcs = QUOTA_DEFAULTS[name].perGvc ? [...snapshot.gvcs.keys()] : [undefined];
+    for (const gvc of gvcs) {
+      const record = quotaRecord(index, name, gvc);
+      rows.push({
+        name,
+        ...(gvc !== undefined ? { gvc } : {}),
+        current: current[name] ?? count.get(gvc === undefined ? name : `${name}/${gvc}`) ?? 0,
+        max: maxOf(name, record),
+        ...(record !== undefined ? { record } : {}),
+      });
+    }
+  }
+  return rows;
+}
+
+/** A quota's id: derived from the org, the quota and its GVC (the same every run; its self link names it). */
+export function quotaId(org: string, name: string, gvc?: string): string {
+  return stableId(`${selfLink(org, 'org', org)}/quota/${gvc === undefined ? name : `${name}.${gvc}`}`);
 }
 
 /** A quota row as a record of the list (spec, Quota: ID, NAME, DESCRIPTION, ORIGIN, CURRENT, MAX, UNIT, DIMENSIONS). */
-export function quotaView(row: QuotaRow, org: string): Record<string, unknown> {
+export function quotaView(row: QuotaRow, org: string, since: string): Record<string, unknown> {
   const d = QUOTA_DEFAULTS[row.name];
-  const dimensions = row.gvc === undefined ? {} : { gvcLink: selfLink(org, 'gvc', row.gvc) };
-  const key = row.gvc === undefined ? row.name : `${row.name}.${row.gvc}`;
-  const id = stableId(`${selfLink(org, 'org', org)}/quota/${key}`);
+  const id = quotaId(org, row.name, row.gvc);
+  const record = row.record;
+  const created = typeof record?.created === 'string' ? record.created : since;
   return {
     kind: 'quota',
     id,
     name: row.name,
-    description: d.description,
+    description: typeof record?.description === 'string' ? record.description : d.description,
+    ...(record?.tags !== undefined ? { tags: record.tags } : {}),
+    version: typeof record?.version === 'number' ? record.version : 1,
+    created,
+    lastModified: typeof record?.lastModified === 'string' ? record.lastModified : created,
     origin: 'builtin',
     current: row.current,
-    max: d.max,
+    max: row.max,
     unit: d.unit,
-    dimensions,
+    dimensions: row.gvc === undefined ? {} : { gvcLink: selfLink(org, 'gvc', row.gvc) },
     links: [{ rel: 'self', href: `${selfLink(org, 'org', org)}/quota/${id}` }],
+  };
+}
+
+/** The quota an id, or a name that only one quota has, names; undefined when none. Throws 400 for a name several quotas share. */
+export function findQuota(rows: readonly QuotaRow[], org: string, ref: string): QuotaRow | undefined {
+  const byId = rows.find((r) => quotaId(org, r.name, r.gvc) === ref);
+  if (byId !== undefined || !isQuotaName(ref)) return byId;
+  const named = rows.filter((r) => r.name === ref);
+  if (named.length <= 1) return named[0];
+  throw new ApiError('bad_request', `${ref} is one quota per GVC (${named.length} of them): name one by its id`, {
+    quota: ref, ids: Object.fromEntries(named.map((r) => [r.gvc!, quotaId(org, r.name, r.gvc)])),
+  });
+}
+
+function refusal(name: QuotaName, what: string, current: number, max: number, details: Record<string, unknown>): ApiError {
+  const unit = QUOTA_DEFAULTS[name].unit;
+  const amount = (n: number): string => (unit === 'count' ? String(n) : `${n} ${unit}`);
+  return new ApiError('quota_exceeded', `quota ${name} exceeded: ${what} ${amount(current)}, over its max of ${amount(max)} (ask for more with POST .../quota/-request)`, {
+    quota: name, current, max, ...details,
+  });
+}
+
+/**
+ * The store's accept hook for an API write of the record `key` (record-meta.ts): refuses, 429, a
+ * result that takes a quota past its max and past where it was (see the module comment).
+ */
+export function quotaCheck(org: string, key: string): WriteAccept {
+  return (next, previous) => {
+    const after = indexOf(next, org);
+    const before = indexOf(previous, org);
+    const now = counts(next, after);
+    const was = counts(previous, before);
+    for (const [k, n] of now) {
+      const slash = k.indexOf('/');
+      const name = (slash < 0 ? k : k.slice(0, slash)) as QuotaName;
+      const gvc = slash < 0 ? undefined : k.slice(slash + 1);
+      const max = maxOf(name, quotaRecord(after, name, gvc));
+      if (n <= max || n <= (was.get(k) ?? 0)) continue;
+      const what = gvc === undefined ? 'the org would have' : `gvc ${gvc} would have`;
+      throw refusal(name, what, n, max, gvc === undefined ? {} : { gvc });
+    }
+    if (!key.startsWith('workload/')) return;
+    const workload = key.slice('workload/'.length);
+    const mine = perWorkload(next, after, workload);
+    const old = perWorkload(previous, before, workload);
+    for (const name of ['memory-per-workload', 'cpu-per-workload', 'replicas-per-workload'] as const) {
+      const max = maxOf(name, quotaRecord(after, name));
+      if (mine[name] <= max || mine[name] <= old[name]) continue;
+      const what = name === 'replicas-per-workload' ? `workload ${workload} would scale to` : `workload ${workload} would have a container of`;
+      throw refusal(name, what, mine[name], max, { workload });
+    }
   };
 }

@@ -9,9 +9,8 @@
  * from that cache; never throws.
  */
 import type { Snapshot } from '../../config/model.js';
-import { workloadGvc, type RawRecord } from '../../config/records.js';
-import { stableId } from '../../config/record-meta.js';
-import { GVC_SCOPED } from '../../config/links.js';
+import type { RawRecord } from '../../config/records.js';
+import { recordKey, stableId } from '../../config/record-meta.js';
 
 export { stableId };
 
@@ -28,7 +27,7 @@ export interface ListResponse {
   readonly links: readonly Link[];
 }
 
-/** The records of one snapshot by kind and key (`name`, or `gvc/name` for GVC-scoped kinds). */
+/** The records of one snapshot by kind and key (`name`, or `gvc/name` for GVC-scoped kinds and per-GVC quotas). */
 export interface RecordIndex {
   readonly org: string;
   readonly orgRecord: RawRecord | undefined;
@@ -43,12 +42,12 @@ export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
   const byKind = new Map<string, Map<string, RawRecord>>();
   let orgRecord: RawRecord | undefined;
   for (const record of snapshot.records) {
-    const kind = record.kind;
-    if (typeof kind !== 'string' || typeof record.name !== 'string') continue;
+    const full = recordKey(record);
+    if (full === undefined) continue;
+    const kind = record.kind as string;
     if (kind === 'org') orgRecord = record;
-    const gvc = GVC_SCOPED.has(kind) ? workloadGvc(record) : undefined;
-    if (GVC_SCOPED.has(kind) && gvc === undefined) continue;
-    const key = gvc === undefined ? record.name : `${gvc}/${record.name}`;
+    // `kind/name` or `kind/gvc/name`: the index is per kind.
+    const key = full.slice(kind.length + 1);
     let map = byKind.get(kind);
     if (!map) byKind.set(kind, (map = new Map()));
     if (!map.has(key)) map.set(key, record);

@@ -22,7 +22,9 @@ import type { WriteDecision } from '../../config/store.js';
 import { bodyFormat, parseBody, readBody } from './body.js';
 import type { Answer, ApiContext } from './context.js';
 import { ApiError } from './errors.js';
-import { COMMON_READ_ONLY, type KindRow } from './kinds.js';
+import { COMMON_READ_ONLY, type KindRow } from './row.js';
+import { quotaCheck } from './quota.js';
+import type { Snapshot } from '../../config/model.js';
 import { PatchError, applyPatch } from './patch.js';
 import { listOf, selfLink } from './views.js';
 
@@ -43,9 +45,66 @@ function notFound(row: KindRow, name: string, gvc: string | undefined): ApiError
 export function itemOf(ctx: ApiContext, row: KindRow, name: string): RawRecord {
   if (row.scope === 'root') return ctx.index.orgRecord ?? { kind: 'org', name: ctx.org };
   const gvc = gvcOf(ctx, row);
-  const record = ctx.index.of(row.kind).get(gvc === undefined ? name : `${gvc}/${name}`);
+  const record = row.lookup ? row.lookup(ctx, name) : ctx.index.of(row.kind).get(gvc === undefined ? name : `${gvc}/${name}`);
   if (record === undefined) throw notFound(row, name, gvc);
   return record;
+}
+
+/** An item of a list: its key (`name`, or `gvc/name`), its record, its GVC (of a GVC-scoped kind). */
+export interface Item {
+  readonly key: string;
+  readonly record: RawRecord;
+  readonly gvc: string | undefined;
+}
+
+/** Items of a kind in key order, per snapshot (and GVC): paging a list of 10,000 sorts it once. */
+const sortedItems = new WeakMap<Snapshot, Map<string, readonly Item[]>>();
+
+/** The items of a kind (of one GVC, when `gvc` is given), in key order. */
+export function itemsOf(ctx: ApiContext, row: KindRow, gvc: string | undefined): readonly Item[] {
+  let bySnapshot = sortedItems.get(ctx.snapshot);
+  if (bySnapshot === undefined) sortedItems.set(ctx.snapshot, (bySnapshot = new Map()));
+  const cacheKey = `${row.kind}\0${gvc ?? ''}\0${ctx.org}`;
+  const known = bySnapshot.get(cacheKey);
+  if (known !== undefined) return known;
+  let items: Item[];
+  if (row.entries) {
+    items = row.entries(ctx).map(([key, record]) => ({ key, record, gvc: undefined }));
+  } else if (row.scope === 'root') {
+    items = [{ key: ctx.org, record: itemOf(ctx, row, ctx.org), gvc: undefined }];
+  } else {
+    items = [];
+    for (const [key, record] of ctx.index.of(row.kind)) {
+      if (row.scope !== 'gvc') {
+        items.push({ key, record, gvc: undefined });
+        continue;
+      }
+      const g = key.slice(0, key.indexOf('/'));
+      if (gvc === undefined || g === gvc) items.push({ key, record, gvc: g });
+    }
+    items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+  bySnapshot.set(cacheKey, items);
+  return items;
+}
+
+/** The index of the first item after `cursor` (a key), by binary search over the sorted items. */
+export function after(items: readonly Item[], cursor: string | null): number {
+  if (cursor === null) return 0;
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid]!.key <= cursor) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The path of a kind's collection (of one GVC, or across GVCs): a list's `self`. */
+export function collectionLink(ctx: ApiContext, row: KindRow, gvc: string | undefined): string {
+  if (row.scope === 'root') return '/org';
+  return row.scope === 'gvc' && gvc !== undefined ? `${selfLink(ctx.org, 'gvc', gvc)}/${row.kind}` : `${selfLink(ctx.org, 'org', ctx.org)}/${row.kind}`;
 }
 
 export function getItem(ctx: ApiContext, row: KindRow, name: string): Answer {
@@ -53,7 +112,7 @@ export function getItem(ctx: ApiContext, row: KindRow, name: string): Answer {
   return { status: 200, body: row.view(ctx, record, row.scope === 'gvc' ? ctx.params.gvc : undefined) };
 }
 
-function limitOf(ctx: ApiContext): number {
+export function limitOf(ctx: ApiContext): number {
   const text = ctx.query.get('limit');
   if (text === null) return ctx.deps.pageSize;
   const n = Number(text);
@@ -65,40 +124,28 @@ function limitOf(ctx: ApiContext): number {
 export function listRecords(ctx: ApiContext, row: KindRow, gvc: string | undefined): Answer {
   if (gvc !== undefined) gvcOf(ctx, row);
   const limit = limitOf(ctx);
-  const cursor = ctx.query.get('cursor');
-  const self = row.scope === 'gvc' && gvc !== undefined ? `${selfLink(ctx.org, 'gvc', gvc)}/${row.kind}` : `${selfLink(ctx.org, 'org', ctx.org)}/${row.kind}`;
-  let entries: [key: string, view: () => Record<string, unknown>][];
-  if (row.listItems) {
-    entries = row.listItems(ctx).map((v, i) => [`${String(i).padStart(8, '0')}`, () => v]);
-  } else {
-    entries = [];
-    for (const [key, record] of ctx.index.of(row.kind)) {
-      if (row.scope !== 'gvc') {
-        entries.push([key, () => row.view(ctx, record, undefined)]);
-        continue;
-      }
-      const slash = key.indexOf('/');
-      const g = key.slice(0, slash);
-      if (gvc === undefined || g === gvc) entries.push([key, () => row.view(ctx, record, g)]);
-    }
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  }
-  const from = cursor === null ? 0 : entries.findIndex(([key]) => key > cursor);
-  const page = from < 0 ? [] : entries.slice(from, from + limit);
-  const more = from >= 0 && from + limit < entries.length;
-  const next = more ? `${self}?limit=${limit}&cursor=${encodeURIComponent(page[page.length - 1]![0])}` : undefined;
-  return { status: 200, body: listOf(row.kind, page.map(([, view]) => view()), self, next) };
+  const self = collectionLink(ctx, row, gvc);
+  const items = itemsOf(ctx, row, gvc);
+  const from = after(items, ctx.query.get('cursor'));
+  const page = items.slice(from, from + limit);
+  const next = from + limit < items.length ? `${self}?limit=${limit}&cursor=${encodeURIComponent(page[page.length - 1]!.key)}` : undefined;
+  return { status: 200, body: listOf(row.kind, page.map((i) => row.view(ctx, i.record, i.gvc)), self, next) };
 }
 
-async function bodyObject(ctx: ApiContext): Promise<Record<string, unknown>> {
-  const format = bodyFormat(ctx.req.headers['content-type']);
-  const value = parseBody(await readBody(ctx.req, ctx.deps.body), format);
+/** The request's body, one object (an empty body, of any type, is `{}` when `empty` allows it: a query without terms). */
+export async function bodyObject(ctx: ApiContext, empty = false): Promise<Record<string, unknown>> {
+  const type = ctx.req.headers['content-type'];
+  // An empty body may come with any type (axios sends `cpln org query`'s none as a form).
+  const format = empty ? undefined : bodyFormat(type);
+  const text = await readBody(ctx.req, ctx.deps.body);
+  if (empty && text.trim() === '') return {};
+  const value = parseBody(text, format ?? bodyFormat(type));
   if (!isObject(value)) throw new ApiError('bad_request', `the body must be an object (a ${'record'}), not ${Array.isArray(value) ? 'an array' : typeof value}`);
   return value;
 }
 
 /** The body's `version`, when it has one: an integer (or a string of one). */
-function versionOf(body: Record<string, unknown>): number | undefined {
+export function versionOf(body: Record<string, unknown>): number | undefined {
   const v = body.version;
   if (v === undefined || v === null) return undefined;
   const n = typeof v === 'number' ? v : numberText(v);
@@ -106,10 +153,11 @@ function versionOf(body: Record<string, unknown>): number | undefined {
   return n;
 }
 
-function checkVersion(row: KindRow, current: RawRecord, version: number | undefined): void {
-  if (version === undefined || version === current.version) return;
-  throw new ApiError('version_conflict', `${row.kind} ${String(current.name)} is at version ${String(current.version)}, not ${version}: it changed since it was read`, {
-    kind: row.kind, name: current.name, version: current.version, given: version,
+/** 409 `version_conflict` unless `given` (the body's version, when it has one) is `version`, the item's. */
+export function checkVersion(kind: string, name: string, version: unknown, given: number | undefined): void {
+  if (given === undefined || given === version) return;
+  throw new ApiError('version_conflict', `${kind} ${name} is at version ${String(version)}, not ${given}: it changed since it was read`, {
+    kind, name, version, given,
   });
 }
 
@@ -134,9 +182,20 @@ function writable(row: KindRow, body: Record<string, unknown>, current: RawRecor
   return out;
 }
 
-/** Writes through the store; 400 with the findings when the result is refused. */
-async function write(ctx: ApiContext, row: KindRow, key: string, decide: (current: RawRecord | undefined) => WriteDecision) {
-  const result = await ctx.deps.store.write(key, decide);
+/**
+ * Writes through the store; 400 with the findings when the result is refused, 429 (403 to a PUT)
+ * when it would take a quota past its max (quota.ts, checked against the snapshot in force in the
+ * store's queue).
+ */
+export async function write(ctx: ApiContext, key: string, decide: (current: RawRecord | undefined) => WriteDecision) {
+  let result;
+  try {
+    result = await ctx.deps.store.write(key, decide, quotaCheck(ctx.org, key));
+  } catch (e) {
+    // cpln retries any 429 to a PUT (errors.ts `withStatus`): 403 answers it at once.
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && ctx.req.method === 'PUT') throw e.withStatus(403);
+    throw e;
+  }
   if (!result.ok) {
     const n = result.errors.length;
     throw new ApiError('invalid_record', `the change is refused: ${n} error${n === 1 ? '' : 's'}, first: ${result.errors[0] ?? ''}`, { errors: result.errors });
@@ -144,7 +203,7 @@ async function write(ctx: ApiContext, row: KindRow, key: string, decide: (curren
   return result;
 }
 
-function converted(ctx: ApiContext, record: Record<string, unknown>): RawRecord {
+export function converted(ctx: ApiContext, record: Record<string, unknown>): RawRecord {
   return convertScalars(record, ctx.snapshot.settings).record;
 }
 
@@ -157,9 +216,9 @@ export async function putRecord(ctx: ApiContext, row: KindRow, mode: 'create' | 
   if (typeof name !== 'string' || name === '') throw new ApiError('bad_request', `the body must name the ${row.kind} (name)`);
   const version = versionOf(body);
   const key = keyOf(row.kind, name, gvc);
-  const result = await write(ctx, row, key, (current) => {
+  const result = await write(ctx, key, (current) => {
     if (current !== undefined && mode === 'create') throw new ApiError('already_exists', `${row.kind} ${name} already exists${gvc === undefined ? '' : ` in gvc ${gvc}`}`, { kind: row.kind, name });
-    if (current !== undefined) checkVersion(row, current, version);
+    if (current !== undefined) checkVersion(row.kind, name, current.version, version);
     const record = { ...writable(row, body, current), kind: row.kind, name, ...(gvc !== undefined ? { gvc } : {}) };
     return { put: converted(ctx, record) };
   });
@@ -176,9 +235,9 @@ export async function patchRecord(ctx: ApiContext, row: KindRow, name: string): 
   const version = versionOf(body);
   const patch: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) if (!COMMON_READ_ONLY.includes(k) && !row.readOnly.includes(k) && k !== 'kind' && k !== 'name' && k !== 'gvc') patch[k] = v;
-  const result = await write(ctx, row, keyOf(row.kind, name, gvc), (current) => {
+  const result = await write(ctx, keyOf(row.kind, name, gvc), (current) => {
     if (current === undefined) throw notFound(row, name, gvc);
-    checkVersion(row, current, version);
+    checkVersion(row.kind, name, current.version, version);
     let merged: unknown;
     try {
       merged = applyPatch(withoutBookkeeping(current), patch);
@@ -194,7 +253,7 @@ export async function patchRecord(ctx: ApiContext, row: KindRow, name: string): 
 export async function deleteRecord(ctx: ApiContext, row: KindRow, name: string): Promise<Answer> {
   const gvc = gvcOf(ctx, row);
   let before: RawRecord | undefined;
-  await write(ctx, row, keyOf(row.kind, name, gvc), (current) => {
+  await write(ctx, keyOf(row.kind, name, gvc), (current) => {
     if (current === undefined) throw notFound(row, name, gvc);
     before = current;
     return { delete: true };

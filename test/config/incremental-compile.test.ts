@@ -1,0 +1,130 @@
+/**
+ * A write through the store reuses the compiled models of the records it did not change
+ * (src/config/compile.ts: by record identity; overlay.ts: the stamped copy of an unchanged record is
+ * the same object): after every generated change, written through the API or made by editing the
+ * file, the snapshot in force equals a full compile of the same records (copied, so nothing is
+ * reused), and a workload the change did not touch keeps its model object.
+ */
+import t from 'tap';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigStore, type WriteDecision } from '../../src/config/store.js';
+import { keyOf } from '../../src/config/record-meta.js';
+import type { RawRecord } from '../../src/config/records.js';
+import { compileRecords } from '../../src/config/snapshot.js';
+import type { Snapshot } from '../../src/config/model.js';
+import { silentLogger } from '../../src/log.js';
+import { tempDir } from '../mesh/fixtures.js';
+
+const LOCATIONS = ['loc1', 'loc2'];
+const GVCS = ['g1', 'g2'];
+
+function gvcRecord(name: string, locations: readonly string[], tracing?: number): RawRecord {
+  return {
+    kind: 'gvc', name,
+    spec: { staticPlacement: { locationLinks: locations.map((l) => `//location/${l}`) }, ...(tracing === undefined ? {} : { tracing: { sampling: tracing, provider: { otel: { endpoint: '127.0.0.1:4317' } } } }) },
+  };
+}
+
+function workloadRecord(name: string, gvc: string, n: number): RawRecord {
+  return {
+    kind: 'workload', name, gvc, tags: n % 3 === 0 ? { 'svc/timeoutSecondsOverride': String(1 + (n % 7)) } : {},
+    spec: {
+      type: 'standard',
+      containers: [{ name: 'app', image: 'x:1', ports: [{ number: 8080 + (n % 3), protocol: n % 2 ? 'http' : 'http2' }] }],
+      defaultOptions: { suspend: n % 5 === 0, autoscaling: { minScale: n % 3, maxScale: 3 + (n % 4) } },
+      firewallConfig: { external: { inboundAllowCIDR: n % 4 === 0 ? ['10.0.0.0/8'] : ['0.0.0.0/0'] } },
+    },
+  };
+}
+
+function deploymentRecord(name: string, gvc: string, port: number): RawRecord {
+  return { kind: 'deployment', name, gvc, status: { locations: [{ name: 'loc1', replicas: [{ name: `${name}-0`, address: `127.0.0.1:${port}` }] }] } };
+}
+
+/** The compiled models of a snapshot (not the warnings, which name each record's file). */
+function models(s: Snapshot): unknown {
+  return { org: s.org, locations: s.locations, gvcs: s.gvcs, workloads: s.workloads, domains: s.domains, deployments: s.deployments, settings: s.settings };
+}
+
+t.test('generated writes and file edits: the snapshot equals a full compile; untouched workloads keep their models', async (t) => {
+  let seed = 12345;
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return Math.floor(seed / 65536) % n;
+  };
+  const dir = await tempDir(t, 'svcproxy-incremental-');
+  const file = join(dir, 'records.json');
+  const fileRecords = new Map<string, RawRecord>();
+  const put = (r: RawRecord): void => void fileRecords.set(`${String(r.kind)}/${String(r.gvc ?? '')}/${String(r.name)}`, r);
+  put({ kind: 'org', name: 'acme' });
+  for (const l of LOCATIONS) put({ kind: 'location', name: l });
+  for (const g of GVCS) put(gvcRecord(g, LOCATIONS));
+  for (let i = 0; i < 40; i++) {
+    put(workloadRecord(`w${i}`, GVCS[i % 2]!, i));
+    if (i % 2 === 0) put(deploymentRecord(`w${i}`, GVCS[i % 2]!, 9000 + i));
+  }
+  await writeFile(file, JSON.stringify([...fileRecords.values()]));
+  const store = await ConfigStore.open({ paths: [file], logger: silentLogger() });
+  t.teardown(() => store.close());
+
+  for (let step = 0; step < 80; step++) {
+    const before = store.current;
+    const i = random(50);
+    const gvc = GVCS[random(2)]!;
+    const op = random(10);
+    let touched: string | undefined;
+    let what: string;
+    if (op < 6) {
+      // A workload written through the API: changed, created, or deleted.
+      const name = `w${i}`;
+      const key = keyOf('workload', name, gvc);
+      touched = `${gvc}/${name}`;
+      const decision: WriteDecision = random(5) === 0 ? { delete: true } : { put: workloadRecord(name, gvc, random(100)) };
+      what = `${'delete' in decision ? 'delete' : 'put'} ${key}`;
+      const result = await store.write(key, () => decision);
+      if (!result.ok) {
+        // Deleting a workload that a deployment record of the file names is refused: nothing changes.
+        t.equal(store.current, before, `${what}: refused (${result.errors[0]}), the snapshot in force stays`);
+        continue;
+      }
+    } else if (op < 8) {
+      // A GVC changed through the API (its locations or its tracing): every workload of it is compiled again.
+      const locations = random(2) === 0 ? LOCATIONS : ['loc1'];
+      const tracing = random(2) === 0 ? undefined : random(101);
+      what = `gvc ${gvc}: ${locations.join(',')} tracing ${tracing}`;
+      const result = await store.write(keyOf('gvc', gvc), () => ({ put: gvcRecord(gvc, locations, tracing) }));
+      if (!result.ok) t.fail(`${what}: ${result.errors.join('; ')}`);
+    } else if (op < 9) {
+      // The org's tracing, through the API: inherited by GVCs without their own.
+      const tracing = random(2) === 0 ? {} : { spec: { tracing: { sampling: random(101), provider: { otel: { endpoint: '127.0.0.1:4317' } } } } };
+      what = `org tracing ${JSON.stringify(tracing)}`;
+      const result = await store.write(keyOf('org', 'acme'), () => ({ put: { kind: 'org', name: 'acme', ...tracing } }));
+      if (!result.ok) t.fail(`${what}: ${result.errors.join('; ')}`);
+    } else {
+      // The file edited: one workload of it changed, then read again.
+      const name = `w${i % 40}`;
+      const g = GVCS[(i % 40) % 2]!;
+      put(workloadRecord(name, g, random(100)));
+      await writeFile(file, JSON.stringify([...fileRecords.values()]));
+      what = `file: ${g}/${name}`;
+      touched = `${g}/${name}`;
+      t.ok(await store.reload(), what);
+    }
+    const now = store.current;
+    const full = compileRecords(structuredClone(now.records) as RawRecord[], now.settings, now.generation);
+    if (!full.ok) {
+      t.fail(`step ${step} (${what}): a full compile refuses what is in force: ${full.errors.join('; ')}`);
+      continue;
+    }
+    t.same(models(now), models(full.snapshot), `step ${step} (${what}): as a full compile`);
+    if (op < 6 || op === 9) {
+      let kept = 0;
+      for (const [key, model] of now.workloads) {
+        if (key === touched || op === 9) continue;
+        if (before.workloads.get(key) === model) kept++;
+      }
+      if (op < 6) t.equal(kept, [...now.workloads.keys()].filter((k) => k !== touched && before.workloads.has(k)).length, `step ${step} (${what}): every other workload keeps its model`);
+    }
+  }
+});
