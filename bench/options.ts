@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 
 // The 10,000-workload section runs last: its readiness probes leave tens of thousands of sockets in
 // TIME_WAIT for a minute, which would disturb whatever ran next.
-const SECTIONS = ['http', 'targets', 'mesh', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'soak', 'profile', 'scale'] as const;
+const SECTIONS = ['http', 'targets', 'mesh', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'memory', 'soak', 'profile', 'scale'] as const;
 export type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]
@@ -26,6 +26,9 @@ const HELP = `npm run bench -- [options]
   --target-blocks N     blocks of four back-to-back runs per paired target     default 4
   --workloads N         workloads in the large configuration                    default 10000
   --idle-connections N  idle keep-alive connections                             default 1000
+  --memory-processes N  memory: fresh sidecars (and bare Node processes) measured default 5
+  --memory-rate R       … requests per second each sidecar then takes          default 1000
+  --memory-seconds S    … for S seconds                                         default 20
   --soak-seconds S      fixed-rate soak length (the issue's 10 minutes: 600)    default 60
   --soak-rate R         requests per second during the soak                     default 2000
   --only LIST           comma-separated sections: ${SECTIONS.join(',')}
@@ -54,6 +57,9 @@ export const { values: flags } = parseArgs({
     'target-blocks': { type: 'string', default: '4' },
     workloads: { type: 'string', default: '10000' },
     'idle-connections': { type: 'string', default: '1000' },
+    'memory-processes': { type: 'string', default: '5' },
+    'memory-rate': { type: 'string', default: '1000' },
+    'memory-seconds': { type: 'string', default: '20' },
     'soak-seconds': { type: 'string', default: '60' },
     'soak-rate': { type: 'string', default: '2000' },
     'quiet-cores': { type: 'string', default: '0.3' },
@@ -95,6 +101,9 @@ export const opts = {
   targetBlocks: Math.floor(num('target-blocks')),
   workloads: Math.floor(num('workloads')),
   idleConnections: Math.floor(num('idle-connections')),
+  memoryProcesses: Math.floor(num('memory-processes')),
+  memoryRate: num('memory-rate'),
+  memorySeconds: num('memory-seconds'),
   soakSeconds: num('soak-seconds'),
   soakRate: num('soak-rate'),
   quietCores: num('quiet-cores'),

@@ -25,6 +25,7 @@ import { grpcSection } from './sections/grpc.js';
 import { h2Section } from './sections/h2.js';
 import { httpSection } from './sections/http.js';
 import { type IdleRow, idleMarkdown, runIdle } from './sections/idle.js';
+import { type MemoryResult, memoryMarkdown, runMemory } from './sections/memory.js';
 import { meshSection } from './sections/mesh.js';
 import { type ProfileResult, runProfiles } from './sections/profile.js';
 import { rlsSection } from './sections/rls.js';
@@ -56,6 +57,7 @@ async function main(): Promise<number> {
   const sections: SectionResult[] = [];
   let scale: ScaleResult | undefined;
   let idle: IdleRow[] | undefined;
+  let memory: MemoryResult | undefined;
   let soak: SoakResult | undefined;
   let profiles: ProfileResult[] | undefined;
   let pairs: PairResult[] | undefined;
@@ -69,6 +71,7 @@ async function main(): Promise<number> {
     if (wanted('rls')) sections.push(await runSection(fleet, rlsSection(await redisVersion())));
     if (wanted('ws')) sections.push(await runSection(fleet, wsSection(tools.found)));
     if (wanted('idle')) idle = await runIdle(fleet, tools.found);
+    if (wanted('memory')) memory = await runMemory(fleet);
     if (wanted('soak')) soak = await runSoak(fleet);
     if (tools.found.wrk && wanted('profile')) profiles = await runProfiles(fleet, profileDir);
     if (tools.found.wrk && wanted('scale')) scale = await runScale(fleet);
@@ -112,6 +115,7 @@ async function main(): Promise<number> {
     md.push(`A Node script (bench/clients/idle.ts) opens ${opts.idleConnections} connections, makes one GET on each (50 at a time) and leaves them open; RSS of the proxy before, and the median of five readings in the 5 s after the last answer. One round (memory does not return to the baseline between rounds); Node's figures move with its garbage collector by a few MiB.`, '');
     md.push(idleMarkdown(idle), '');
   }
+  if (memory) md.push('## Memory beside every replica', '', memoryMarkdown(memory), '');
   if (soak) md.push(`## Soak at a fixed rate`, '', soakMarkdown(soak), '');
   if (profiles) {
     md.push('## Top costs', '');
@@ -142,6 +146,7 @@ async function main(): Promise<number> {
   if (scale) process.stdout.write(`## ${opts.workloads} workloads\n\n${scaleMarkdown(scale)}\n\n${scale.throughput ? sectionTable(scale.throughput) : ''}\n\n`);
   if (scale?.pairs) process.stdout.write(`${pairsMarkdown(scale.pairs)}\n\n`);
   if (idle) process.stdout.write(`## idle connections\n\n${idleMarkdown(idle)}\n\n`);
+  if (memory) process.stdout.write(`## memory\n\n${memoryMarkdown(memory)}\n\n`);
   if (soak) process.stdout.write(`## soak\n\n${soakMarkdown(soak)}\n\n`);
   if (profiles) {
     for (const p of profiles) {

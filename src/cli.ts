@@ -16,18 +16,13 @@ import type { Settings, Snapshot } from './config/model.js';
 import { createLogger } from './log.js';
 import { listEndpoints, formatEndpointsText } from './routing/index.js';
 import { Runtime, type RuntimeOptions } from './roles/runtime.js';
-import { runUp } from './roles/up.js';
 import { runtimeSummary } from './roles/summary.js';
 import { announceStart, logAdminListeners } from './summary.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { waitForSignals } from './signals.js';
-import { runRateLimitService } from './ratelimit/index.js';
-import { runLogs } from './logs/index.js';
 import { availableParallelism } from 'node:os';
 import cluster from 'node:cluster';
-import { parseWorkers, runClustered } from './cluster/index.js';
-import { dumpYaml } from './yaml.js';
-import { validateReport } from './config/validate-report.js';
+import { parseWorkers } from './cluster/workers.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
 import { CLIENT_COMMANDS } from './client/words.js';
@@ -182,19 +177,20 @@ export async function main(argv: string[]): Promise<number> {
         return await validate(flags);
       case 'endpoints':
         return await endpoints(flags);
+      // The other commands' modules are loaded when asked for: a sidecar or an ingress, started
+      // once beside every replica, holds none of `up`, `logs`, `explain` or the rate-limit service.
       case 'explain':
-        // Loaded when asked for: no other command pays for it.
         return await (await import('./explain/index.js')).runExplain(flags, parsed.positionals, settingsFrom(flags));
       case 'up':
-        return await runUp(flags, settingsFrom(flags), loggerFrom(flags));
+        return await (await import('./roles/up.js')).runUp(flags, settingsFrom(flags), loggerFrom(flags));
       case 'ingress':
         return await runRole('ingress', flags);
       case 'sidecar':
         return await runRole('sidecar', flags);
       case 'logs':
-        return await runLogs(flags);
+        return await (await import('./logs/index.js')).runLogs(flags);
       case 'ratelimit':
-        return await runRateLimitService(flags, loggerFrom(flags));
+        return await (await import('./ratelimit/index.js')).runRateLimitService(flags, loggerFrom(flags));
     }
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -234,6 +230,7 @@ async function loadOrExit(flags: Flags): Promise<Snapshot> {
 }
 
 async function validate(flags: Flags): Promise<number> {
+  const { validateReport } = await import('./config/validate-report.js');
   const report = await validateReport(requireConfig(flags), settingsFrom(flags));
   for (const line of report.stdout) process.stdout.write(`${line}\n`);
   for (const line of report.stderr) process.stderr.write(`${line}\n`);
@@ -245,7 +242,7 @@ async function endpoints(flags: Flags): Promise<number> {
   const list = listEndpoints(snapshot);
   const format = flags.output ?? 'text';
   if (format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');
-  else if (format === 'yaml') process.stdout.write(dumpYaml(list));
+  else if (format === 'yaml') process.stdout.write((await import('./yaml.js')).dumpYaml(list));
   else if (format === 'text') process.stdout.write(formatEndpointsText(list));
   else throw new UsageError(`--output must be text, json or yaml, not ${JSON.stringify(format)}`);
   return 0;
@@ -310,7 +307,9 @@ async function runRole(role: 'ingress' | 'sidecar', flags: Flags): Promise<numbe
     };
   }
   const workers = workersFrom(flags);
-  if (workers > 1 || cluster.isWorker) return runClustered(options, workers, graceMs);
+  // node:cluster itself costs nothing more (Node loads it for every listen); the folder is loaded
+  // only by the primary and the workers.
+  if (workers > 1 || cluster.isWorker) return (await import('./cluster/index.js')).runClustered(options, workers, graceMs);
   // A --location or --org the records contradict stops it here, before anything is bound (src/roles/place.ts).
   const runtime = await Runtime.start(options);
   if (role === 'sidecar' && !runtime.store.current.workloads.has(options.sidecar!.workload)) {

@@ -4,7 +4,8 @@
  * section, so each section's memory figures start from a fresh process). Ports are chosen up front,
  * so the svcproxy records can name them before anything starts.
  */
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canConnect, commandExists, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
@@ -34,7 +35,7 @@ export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp'
 
 const PORT_NAMES = [
   'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'als', 'als-stats', 'ratelimit', 'ratelimit-admin',
-  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify',
+  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify', 'relay', 'relay-tls',
   'sc-plain', 'sc-plain-admin', 'sc-workers', 'sc-workers-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
   'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
   'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
@@ -80,6 +81,21 @@ export class Fleet {
     this.mesh = writeMeshConfig(path.join(workDir, 'config'), {
       app: this.ports['up-http'], tlsTarget: this.ports['sc-mtarget-in'], plainTarget: this.ports['sc-ptarget'], ingressTarget: this.ports['sc-itarget-in'],
     });
+  }
+
+  /**
+   * A self-signed ECDSA P-256 certificate for 127.0.0.1 and localhost, made once with openssl, for
+   * the rows a client reaches over TLS (wrk does not verify it).
+   */
+  serverCert(): { cert: string; key: string } {
+    const dir = path.join(this.workDir, 'server-cert');
+    const cert = path.join(dir, 'cert.pem');
+    const key = path.join(dir, 'key.pem');
+    if (!existsSync(cert)) {
+      mkdirSync(dir, { recursive: true });
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '7', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    }
+    return { cert, key };
   }
 
   /** The mesh rows' certificates, issued once by a local CA in the work folder. */
@@ -219,6 +235,15 @@ export class Fleet {
       case 'fastify': {
         await this.get('up-http');
         const proc = this.node(name, name === 'hp3' ? 'peers/http-proxy-3.js' : 'peers/fastify-proxy.js', [p[name], p['up-http']]);
+        await this.listening(proc, p[name]);
+        return { name, port: p[name], procs: [proc] };
+      }
+      case 'relay':
+      case 'relay-tls': {
+        // The floor: Node moving the bytes and nothing more (bench/peers/relay.ts).
+        await this.get('up-http');
+        const tlsArgs = name === 'relay-tls' ? (({ cert, key }) => [cert, key])(this.serverCert()) : [];
+        const proc = this.node(name, 'peers/relay.js', [name === 'relay' ? 'tcp' : 'tls', p[name], p['up-http'], ...tlsArgs]);
         await this.listening(proc, p[name]);
         return { name, port: p[name], procs: [proc] };
       }

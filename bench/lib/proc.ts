@@ -7,6 +7,8 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -182,13 +184,16 @@ export interface SimpleResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** Over TLS (`tls: true`): the protocol negotiated, e.g. TLSv1.3. */
+  tlsProtocol?: string;
 }
 
-/** One HTTP/1.1 request on a fresh connection. */
-export function httpRequest(port: number, opts: { path?: string; host?: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | string; timeoutMs?: number } = {}): Promise<SimpleResponse> {
+/** One HTTP/1.1 request on a fresh connection; over TLS with `tls` (the certificate is not checked). */
+export function httpRequest(port: number, opts: { path?: string; host?: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: Buffer | string; timeoutMs?: number; tls?: boolean } = {}): Promise<SimpleResponse> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
+    const req = (opts.tls ? https : http).request(
       {
+        ...(opts.tls ? { rejectUnauthorized: false } : {}),
         host: '127.0.0.1',
         port,
         path: opts.path ?? '/',
@@ -200,7 +205,8 @@ export function httpRequest(port: number, opts: { path?: string; host?: string; 
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        const tlsProtocol = opts.tls ? (res.socket as TLSSocket).getProtocol() ?? undefined : undefined;
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ...(tlsProtocol ? { tlsProtocol } : {}) }));
         res.on('error', reject);
       },
     );

@@ -41,6 +41,8 @@ export interface RowResult {
   rss?: number;
   cpuPer1k?: number;
   ratios: Record<string, number | undefined>;
+  /** Median over rounds of this row's CPU per request over the reference's in the same round. */
+  cpuRatios: Record<string, number | undefined>;
   notes: string[];
 }
 
@@ -53,6 +55,8 @@ export interface SectionResult {
   /** Bytes per request: adds an MB/s column. */
   bytesPerRequest?: number;
   refs: { key: string; label: string }[];
+  /** Rows whose CPU per request every row's is divided by (a column each). */
+  cpuRefs?: { key: string; label: string }[];
   rows: RowResult[];
   notes: string[];
 }
@@ -61,13 +65,18 @@ export function valid(r: RoundResult): r is RoundResult & { load: Load } {
   return r.load !== undefined && r.invalid === undefined;
 }
 
-export function summarizeRows(specs: readonly RowSpec[], rounds: Map<string, RoundResult[]>, na: Map<string, string>, refs: readonly string[]): RowResult[] {
+/** CPU seconds per request of a valid round with its proxy's CPU measured. */
+function cpuPerRequest(r: RoundResult | undefined): number | undefined {
+  return r && valid(r) && r.cpuSeconds !== undefined && r.load.requests > 0 ? r.cpuSeconds / r.load.requests : undefined;
+}
+
+export function summarizeRows(specs: readonly RowSpec[], rounds: Map<string, RoundResult[]>, na: Map<string, string>, refs: readonly string[], cpuRefs: readonly string[] = []): RowResult[] {
   const rows: RowResult[] = [];
   for (const spec of specs) {
     const rs = rounds.get(spec.key) ?? [];
     const good = rs.filter(valid);
     const notes = [...new Set(rs.map((r) => r.invalid ?? r.note).filter((x): x is string => Boolean(x)))];
-    const row: RowResult = { key: spec.key, name: spec.name, rounds: rs, ratios: {}, notes };
+    const row: RowResult = { key: spec.key, name: spec.name, rounds: rs, ratios: {}, cpuRatios: {}, notes };
     const reason = na.get(spec.key);
     if (reason) {
       row.na = reason;
@@ -84,18 +93,22 @@ export function summarizeRows(specs: readonly RowSpec[], rounds: Map<string, Rou
     }
     rows.push(row);
   }
-  for (const ref of refs) {
+  const ratiosTo = (ref: string, value: (r: RoundResult | undefined) => number | undefined, into: (row: RowResult) => Record<string, number | undefined>): void => {
     const refRounds = rounds.get(ref) ?? [];
     for (const row of rows) {
       if (row.na) continue;
       const ratios: number[] = [];
       row.rounds.forEach((r, i) => {
-        const other = refRounds[i];
-        if (valid(r) && other && valid(other) && other.load.rps > 0) ratios.push(r.load.rps / other.load.rps);
+        const mine = value(r);
+        const theirs = value(refRounds[i]);
+        if (mine !== undefined && theirs !== undefined && theirs > 0) ratios.push(mine / theirs);
       });
-      row.ratios[ref] = na.has(ref) ? undefined : median(ratios);
+      into(row)[ref] = na.has(ref) ? undefined : median(ratios);
     }
-  }
+  };
+  const rps = (r: RoundResult | undefined): number | undefined => (r && valid(r) ? r.load.rps : undefined);
+  for (const ref of refs) ratiosTo(ref, rps, (row) => row.ratios);
+  for (const ref of cpuRefs) ratiosTo(ref, cpuPerRequest, (row) => row.cpuRatios);
   return rows;
 }
 
@@ -135,6 +148,7 @@ export function sectionTable(s: SectionResult): string {
   if (s.bytesPerRequest) head.push('MB/s');
   head.push('p50', 'p99', 'peak RSS', `CPU s / 1k ${s.unit.replace(/\/s$/, '').replace(/^req$/, 'req')}`);
   for (const ref of s.refs) head.push(`vs ${ref.label}`);
+  for (const ref of s.cpuRefs ?? []) head.push(`CPU / req vs ${ref.label}`);
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const row of s.rows) {
     if (row.na) {
@@ -145,6 +159,7 @@ export function sectionTable(s: SectionResult): string {
     if (s.bytesPerRequest) cells.push(row.rps !== undefined ? ((row.rps * s.bytesPerRequest) / 1e6).toFixed(0) : '—');
     cells.push(fmtMs(row.p50), fmtMs(row.p99), fmtMB(row.rss), fmtCpu(row.cpuPer1k));
     for (const ref of s.refs) cells.push(ref.key === row.key ? '1.00×' : fmtRatio(row.ratios[ref.key]));
+    for (const ref of s.cpuRefs ?? []) cells.push(ref.key === row.key ? '1.00×' : fmtRatio(row.cpuRatios[ref.key]));
     lines.push(`| ${cells.join(' | ')} |`);
   }
   return lines.join('\n');

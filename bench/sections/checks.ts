@@ -9,8 +9,9 @@ import { BODY_BYTES } from '../options.js';
 import type { Target } from './table.js';
 
 export async function expectOk(t: Target): Promise<string | undefined> {
-  const r = await httpRequest(t.port, { ...(t.host ? { host: t.host } : {}) });
+  const r = await httpRequest(t.port, { ...(t.host ? { host: t.host } : {}), ...(t.tls ? { tls: true } : {}) });
   if (r.status !== 200 || r.body !== 'ok') return `a GET answered ${r.status} ${r.body.slice(0, 120)}`;
+  if (t.tls && r.tlsProtocol !== 'TLSv1.3') return `the TLS connection negotiated ${r.tlsProtocol ?? 'nothing'}, not TLSv1.3`;
   return undefined;
 }
 

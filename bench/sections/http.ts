@@ -19,6 +19,7 @@ export function httpRows(tools: Record<string, string | undefined>): BenchRow[] 
     { key: 'haproxy', name: 'HAProxy, nbthread 1, http-reuse always', proxy: ['haproxy'], target: (f) => ({ port: f.ports.haproxy }), ...(haproxy ? { skip: haproxy } : {}) },
     { key: 'hp3', name: 'http-proxy-3 1.23, keep-alive agent', proxy: ['hp3'], target: (f) => ({ port: f.ports.hp3 }) },
     { key: 'fastify', name: '@fastify/http-proxy 11 (fastify 5)', proxy: ['fastify'], target: (f) => ({ port: f.ports.fastify }) },
+    { key: 'relay', name: 'Node byte relay (net, one upstream connection per client, pipe both ways)', proxy: ['relay'], target: (f) => ({ port: f.ports.relay }) },
     { key: 'sidecar', name: 'svcproxy sidecar, no tags', proxy: ['sc-plain'], target: (f) => ({ port: f.ports['sc-plain'] }) },
     { key: 'ingress', name: 'svcproxy ingress → app', proxy: ['ingress'], target: (f) => ({ port: f.ports.ingress, host: hostOf('api') }) },
   ];
@@ -27,6 +28,12 @@ export function httpRows(tools: Record<string, string | undefined>): BenchRow[] 
 export function httpSection(tools: Record<string, string | undefined>): SectionSpec {
   const rows: BenchRow[] = [
     ...httpRows(tools),
+    {
+      key: 'relay-tls',
+      name: 'Node TLS relay (wrk → TLS 1.3 → tls server → plain upstream)',
+      proxy: ['relay-tls'],
+      target: (f) => ({ port: f.ports['relay-tls'], tls: true }),
+    },
     { key: 'workers', name: 'svcproxy sidecar, no tags, --workers 2 (primary + 2 workers)', proxy: ['sc-workers'], target: (f) => ({ port: f.ports['sc-workers'] }) },
     { key: 'chain', name: 'svcproxy ingress → sidecar → app (2 processes)', proxy: ['ingress', 'sc-chain'], target: (f) => ({ port: f.ports.ingress, host: hostOf('chain') }) },
     {
@@ -121,13 +128,15 @@ export function httpSection(tools: Record<string, string | undefined>): SectionS
     title: 'HTTP/1.1, tiny responses',
     description: `wrk, 1 thread, ${opts.connections} connections, GET of a 2-byte answer from a Node upstream in its own process.`,
     unit: 'req/s',
-    refs: [{ key: 'direct', label: 'direct' }, { key: 'hp3', label: 'http-proxy-3' }, { key: 'sidecar', label: 'sidecar no tags' }],
+    refs: [{ key: 'direct', label: 'direct' }, { key: 'hp3', label: 'http-proxy-3' }, { key: 'sidecar', label: 'sidecar no tags' }, { key: 'relay', label: 'Node relay' }],
+    cpuRefs: [{ key: 'relay', label: 'Node relay' }],
     rows,
-    drive: (t, seconds) => wrk({ url: `http://127.0.0.1:${t.port}/`, connections: opts.connections, seconds, ...(t.host ? { host: t.host } : {}) }),
+    drive: (t, seconds) => wrk({ url: `${t.tls ? 'https' : 'http'}://127.0.0.1:${t.port}/`, connections: opts.connections, seconds, ...(t.host ? { host: t.host } : {}) }),
     check: expectOk,
     notes: [
       'The ext auth, rate limit, access-log service and tracing rows count only the sidecar process; the auth server, the rate-limit service (in-memory counters) and the sinks run in their own processes on the same 2 cores (their CPU is in the notes below).',
       'nginx runs without an access log and svcproxy at --log-level warn (no access log either), except the access-log rows; HAProxy logs nothing.',
+      'The Node relays (bench/peers/relay.ts) move bytes and nothing else: one upstream connection per client connection, `pipe` both ways, no parsing; the TLS one terminates TLS 1.3 (ECDSA P-256, self-signed) and relays the plaintext. They are the floor of a Node proxy on these sockets: "vs Node relay" is the share of that floor a row reaches, "CPU / req vs Node relay" how many times the relay\'s CPU a request costs it (the proxy process alone, utime + stime over the measured run). The TLS relay against the plain relay is Node\'s own price for TLS here.',
     ],
   };
 }

@@ -16,6 +16,8 @@ export interface Target {
   host?: string;
   /** Every port the load goes to (the rate-limit rows with two instances); default [port]. */
   ports?: number[];
+  /** The client speaks TLS to the port (https:// for wrk). */
+  tls?: boolean;
 }
 
 export interface BenchRow extends RowSpec {
@@ -50,6 +52,8 @@ export interface SectionSpec {
   description: string;
   unit: string;
   refs: { key: string; label: string }[];
+  /** Rows every row's CPU per request is compared with (SectionResult.cpuRefs). */
+  cpuRefs?: { key: string; label: string }[];
   rows: BenchRow[];
   drive(t: Target, seconds: number): Promise<Load>;
   check?(t: Target): Promise<string | undefined>;
@@ -210,7 +214,8 @@ export async function runSection(fleet: Fleet, spec: SectionSpec): Promise<Secti
     unit: spec.unit,
     ...(spec.bytesPerRequest ? { bytesPerRequest: spec.bytesPerRequest } : {}),
     refs: spec.refs,
-    rows: summarizeRows(spec.rows, rounds, na, spec.refs.map((r) => r.key)),
+    ...(spec.cpuRefs ? { cpuRefs: spec.cpuRefs } : {}),
+    rows: summarizeRows(spec.rows, rounds, na, spec.refs.map((r) => r.key), (spec.cpuRefs ?? []).map((r) => r.key)),
     notes: [...(spec.notes ?? []), ...rowNotes],
   };
   const bg = [...rounds.values()].flat().map((r) => r.foreign).filter((x): x is number => x !== undefined);

@@ -11,6 +11,7 @@ import type { Settings, Snapshot } from '../config/model.js';
 import { ConfigStore, type ConfigStoreOptions } from '../config/index.js';
 import { orgConflict, placeProblem } from './place.js';
 import { systemClock, type Deps } from '../deps.js';
+import { startupDone } from '../v8-flags.js';
 import { Metrics } from '../admin/metrics.js';
 import { adminAddresses, redact, startAdminListeners, type AdminListeners, type AdminServer } from '../admin/server.js';
 import { processSource } from '../admin/dashboard-sources.js';
@@ -230,6 +231,7 @@ export class Runtime {
       await runtime.stop(0);
       throw err;
     }
+    startupDone();
     return runtime;
   }
 

@@ -13,8 +13,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { records, startHttpServer, yamlDocuments } from '../helpers/harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
-import { send } from '../faults/fixtures.js';
-import { startProxyProcess } from '../helpers/proxy-process.js';
+import { answerThreeThenStop } from '../helpers/proxy-process.js';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 const LOCATION = 'aws-us-east-2';
@@ -50,18 +49,12 @@ async function undiciLoaded(t: Tap, tags: Record<string, string>): Promise<{ ans
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(path.join(dir, 'probe.mjs'), PROBE);
   writeFileSync(path.join(dir, 'config.yaml'), yamlDocuments(records({ replicas: { [LOCATION]: [`127.0.0.1:${app.port}`] }, tags })));
-  const proxy = await startProxyProcess(t, ['sidecar', '--config', dir, '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0'], {
+  const { answers, code, output } = await answerThreeThenStop(t, ['sidecar', '--config', dir, '--app', `127.0.0.1:${app.port}`, '--gvc', 'shop', '--workload', 'api', '--location', LOCATION, '--replica', 'api-0'], {
     nodeArgs: ['--import', pathToFileURL(path.join(dir, 'probe.mjs')).href],
     extraArgs: ['--log-level', 'warn'],
   });
-  const answers: (number | string)[] = [];
-  for (let i = 0; i < 3; i++) {
-    const r = await send(proxy.port, 'localhost', '/', { note: (_res, body) => body });
-    answers.push(r.outcome === 200 ? r.note! : r.outcome);
-  }
-  proxy.child.kill('SIGTERM');
-  t.equal(await proxy.exited, 0, 'the sidecar exited 0 on SIGTERM');
-  return { answers, loaded: /undici loaded: (\w+)/.exec(proxy.output())?.[1] };
+  t.equal(code, 0, 'the sidecar exited 0 on SIGTERM');
+  return { answers, loaded: /undici loaded: (\w+)/.exec(output)?.[1] };
 }
 
 t.test('an untagged sidecar serves without loading undici', async (t) => {

@@ -6,7 +6,9 @@
  * loading the program shows the report appears when pretenuring is on (which decision V8 reaches
  * depends on timing, so only the report is asserted). Loading the program's modules first and
  * setting the flag afterwards (in cli.ts alone) also prints reports, from the collections during
- * the load: the second control.
+ * the load: the second control. The young generation is held at its start size until
+ * startupDone() (the program calls it once it serves): a child in which objects survive
+ * scavenges shows it stays put before and grows after.
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
@@ -63,4 +65,30 @@ t.test('svcproxy runs with allocation-site pretenuring off from its first module
 t.test('after dist/v8-flags.js, allocations that survive scavenges get no pretenuring', async (t) => {
   const flags = pathToFileURL(fileURLToPath(new URL('../../dist/v8-flags.js', import.meta.url))).href;
   t.notMatch(traced(['--input-type=module', '-e', `await import(${JSON.stringify(flags)});\n${ALLOCATE}`]), /pretenuring:/);
+});
+
+/**
+ * The young generation's size after objects survived scavenges: in a child that imports
+ * dist/v8-flags.js, allocates (ALLOCATE), calls startupDone() when asked, and allocates again.
+ */
+function youngSizes(done: boolean): { starting: number; serving: number } {
+  const flags = pathToFileURL(fileURLToPath(new URL('../../dist/v8-flags.js', import.meta.url))).href;
+  const young = `(await import('node:v8')).default.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size`;
+  const script = `const { startupDone } = await import(${JSON.stringify(flags)});
+{${ALLOCATE}}
+const starting = ${young};
+${done ? 'startupDone();' : ''}
+{${ALLOCATE}}
+console.log(JSON.stringify({ starting, serving: ${young} }));`;
+  const r = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, `child exited 0 (${r.stderr.trim().slice(0, 200)})`);
+  return JSON.parse(r.stdout) as { starting: number; serving: number };
+}
+
+t.test('the young generation does not grow while the program starts, and grows once it serves', async (t) => {
+  const held = youngSizes(false);
+  t.equal(held.serving, held.starting, 'without startupDone() it stays at its start size however much survives');
+  const grown = youngSizes(true);
+  t.equal(grown.starting, held.starting, 'the same start size');
+  t.ok(grown.serving > 4 * grown.starting, `after startupDone() it grows (${grown.starting} → ${grown.serving} bytes)`);
 });

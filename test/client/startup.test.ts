@@ -16,24 +16,15 @@ import { pathToFileURL } from 'node:url';
 import { BIN, ROOT } from '../helpers/client.js';
 import { clientCommandOf } from '../../src/client/words.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
+import { writeResolveHooks } from '../helpers/proxy-process.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'svcproxy-startup-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const LOG = path.join(dir, 'loaded.txt');
-writeFileSync(path.join(dir, 'hooks.mjs'), `
-import { appendFileSync } from 'node:fs';
-let log;
-export function initialize(data) { log = data.log; }
-export async function resolve(specifier, context, next) {
-  const r = await next(specifier, context);
-  appendFileSync(log, r.url + '\\n');
-  return r;
-}
-`);
 writeFileSync(path.join(dir, 'probe.mjs'), `
 import { register, createRequire } from 'node:module';
 import { appendFileSync } from 'node:fs';
-register(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, import.meta.url, { data: { log: process.env.LOADED_LOG } });
+register(${JSON.stringify(writeResolveHooks(dir))}, import.meta.url, { data: { log: process.env.LOADED_LOG } });
 const require = createRequire(import.meta.url);
 process.on('exit', () => appendFileSync(process.env.LOADED_LOG, Object.keys(require.cache).map((f) => 'cjs:' + f).join('\\n') + '\\n'));
 `);

@@ -4,10 +4,12 @@
  * what a process loads).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { TapLike } from './harness.js';
 import { freePort } from '../fixtures/ratelimit/servers.js';
-import { eventually } from '../faults/fixtures.js';
+import { eventually, send } from '../faults/fixtures.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/svcproxy.js', import.meta.url));
 
@@ -64,4 +66,39 @@ export async function startProxyProcess(t: TapLike, args: readonly string[], opt
   const ready = async (): Promise<boolean> => (await fetch(`${admin}/ready`).catch(() => undefined))?.status === 200;
   if (!(await eventually(ready, opts.readyTimeoutMs ?? 60_000, 100))) throw new Error(`not ready (exit ${child.exitCode}): ${output()}`);
   return { child, port, admin, output, exited };
+}
+
+/**
+ * The program started with `args` answers three GETs of `/` and is stopped with SIGTERM: each
+ * answer (its body when 200, else its status or failure), the exit code, and what it printed.
+ */
+export async function answerThreeThenStop(t: TapLike, args: readonly string[], opts: ProxyProcessOptions = {}): Promise<{ answers: (number | string)[]; code: number | null; output: string }> {
+  const proxy = await startProxyProcess(t, args, opts);
+  const answers: (number | string)[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await send(proxy.port, 'localhost', '/', { note: (_res, body) => body });
+    answers.push(r.outcome === 200 ? r.note! : r.outcome);
+  }
+  proxy.child.kill('SIGTERM');
+  const code = await proxy.exited;
+  return { answers, code, output: proxy.output() };
+}
+
+/**
+ * Writes `hooks.mjs` in `dir`, module-loader hooks that append the URL of every module a process
+ * resolves to the file their `initialize` data names (`{ log }`); returns its URL for `register`.
+ */
+export function writeResolveHooks(dir: string): string {
+  const file = path.join(dir, 'hooks.mjs');
+  writeFileSync(file, `
+import { appendFileSync } from 'node:fs';
+let log;
+export function initialize(data) { log = data.log; }
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  appendFileSync(log, r.url + '\\n');
+  return r;
+}
+`);
+  return pathToFileURL(file).href;
 }

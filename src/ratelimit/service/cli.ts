@@ -13,6 +13,7 @@ import { RateLimitApp, RulesError } from './app.js';
 import { adminAddresses, type AdminAddresses } from '../../admin/server.js';
 import { announceStart, logAdminListeners } from '../../summary.js';
 import { rateLimitSummary } from './summary.js';
+import { startupDone } from '../../v8-flags.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:8081';
 
@@ -54,6 +55,7 @@ export async function runRateLimitService(flags: Flags, logger: Logger): Promise
   logger.info({ address: formatHostPort(app.address), store: app.store.kind, tls: Boolean(flags['tls-cert']) }, 'ratelimit listening');
   logAdminListeners(logger, { admin: app.admin, status: app.statusListener, metrics: app.metricsListener });
   announceStart(rateLimitSummary(app, flags.config, flags.redis, Boolean(flags['tls-cert'])), logger);
+  startupDone();
   const signal = await waitForSignals(() => void app.reload());
   logger.info({ signal }, 'stopping');
   await app.close();
