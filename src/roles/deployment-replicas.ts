@@ -5,7 +5,7 @@
  * it removes leave rotation at once and their pools close once their requests are over.
  */
 import type { Logger } from 'pino';
-import type { DeploymentReplicaModel, ProbeModel, Snapshot } from '../config/model.js';
+import type { DeploymentReplicaModel, ProbeModel, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
 import { workloadTraffic, type ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
@@ -40,6 +40,12 @@ interface DeployedReplica {
   readonly stop: () => void;
 }
 
+interface MadeFrom {
+  readonly list: readonly DeploymentReplicaModel[];
+  readonly workload: WorkloadModel;
+  readonly replicas: readonly (readonly [identity: string, deployed: DeployedReplica])[];
+}
+
 /** What the deployment replicas use of their role's runtime. */
 export interface DeploymentContext {
   readonly deps: Deps;
@@ -55,6 +61,8 @@ export interface DeploymentContext {
 export class DeploymentReplicas {
   /** Deployment replicas by identity, with their probe loops. */
   private deployed = new Map<string, DeployedReplica>();
+  /** Per workload (key): the deployment and model its replicas were made from, when no DNS name moves them. */
+  private made = new Map<string, MadeFrom>();
   /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
   private readonly traffic = new Map<string, WorkloadTraffic>();
   /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
@@ -80,16 +88,34 @@ export class DeploymentReplicas {
   apply(snapshot: Snapshot): void {
     const previous = this.deployed;
     const next = new Map<string, DeployedReplica>();
+    const made = new Map<string, MadeFrom>();
     const expanded = new Map<string, DeploymentReplicaModel[]>();
     const names = new Set<string>();
+    // Per workload, in the snapshot's order (so the same replicas make the same list).
+    const listed = new Map<string, Replica[]>();
     let total = 0;
     for (const [key, list] of snapshot.deployments) {
+      const replicas: Replica[] = [];
+      listed.set(key, replicas);
+      // A workload whose deployment and model are the objects its replicas were made from (compile.ts
+      // reuses both when their records did not change) keeps them as they are: a change of one
+      // workload looks at the others no further.
+      const known = this.made.get(key);
+      if (known !== undefined && known.list === list && known.workload === snapshot.workloads.get(key)) {
+        for (const [identity, deployed] of known.replicas) {
+          previous.delete(identity);
+          next.set(identity, deployed);
+          replicas.push(deployed.replica);
+        }
+        made.set(key, known);
+        total += known.replicas.length;
+        continue;
+      }
       const out = this.expandByDns(list, names);
       expanded.set(key, out);
       total += out.length;
     }
     this.dns?.track(names);
-    const replicas: Replica[] = [];
     const probeDeps = { ...this.ctx.deps, registry: this.ctx.registry, logger: this.ctx.logger };
     for (const [key, list] of expanded) {
       const workload = snapshot.workloads.get(key);
@@ -100,6 +126,8 @@ export class DeploymentReplicas {
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
       const probeIdentity = JSON.stringify(probe ?? null);
+      const own: [string, DeployedReplica][] = [];
+      const replicas = listed.get(key)!;
       for (const d of list) {
         // Not the index: a replica found by DNS keeps its object (readiness, probe, requests in
         // flight) when another address comes or goes and its place in the answer moves.
@@ -129,8 +157,12 @@ export class DeploymentReplicas {
           deployed = { replica, stop };
         }
         next.set(identity, deployed);
+        own.push([identity, deployed]);
         replicas.push(deployed.replica);
       }
+      // Replicas named by DNS move with its answers: made again at every apply.
+      const original = snapshot.deployments.get(key)!;
+      if (!original.some((d) => discoveredNameOf(d).name !== undefined)) made.set(key, { list: original, workload, replicas: own });
     }
     // Gone (a record changed, or an address left its name's answer): out of rotation now; the
     // pools finish the requests in flight before they close (Upstreams.forget).
@@ -144,7 +176,8 @@ export class DeploymentReplicas {
     }
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.deployed = next;
-    this.ctx.registry.replace('deployment', replicas);
+    this.made = made;
+    this.ctx.registry.replace('deployment', [...listed.values()].flat());
   }
 
   /**

@@ -25,6 +25,7 @@ import { DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 import { join, resolve } from 'node:path';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
+import { changedWorkloads } from '../config/changed.js';
 import { notRunNotes } from '../local/not-run.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
@@ -223,6 +224,12 @@ export async function startUp(options: UpOptions): Promise<Up> {
     const s = change.status;
     logger.info({ workload: s.workload, gvc: s.gvc, location: s.location, health: s.health, from: change.from ?? null, ready: s.ready, replicas: s.replicas }, 'workload health');
     options.onHealthChange?.(change);
+  });
+  // A change that leaves the replicas alone (a suspend, a workload added without one) moves its workloads' rows alone.
+  let healthSeen = runtime.store.current;
+  runtime.store.on('change', (snapshot: Snapshot) => {
+    health.reconfigured(changedWorkloads(healthSeen, snapshot));
+    healthSeen = snapshot;
   });
   // Processes run in their own process groups (so Ctrl-C reaches only us and we stop them in order);
   // if this process dies without stopping them, take them down with it.

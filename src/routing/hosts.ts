@@ -23,6 +23,7 @@ import type {
   WorkloadModel,
 } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
+import { changedWorkloads } from '../config/changed.js';
 
 export type Listener = 'external' | 'mesh';
 
@@ -343,9 +344,7 @@ export function buildHostIndex(snapshot: Snapshot): HostIndex {
  */
 export function nextHostIndex(previous: HostIndex, before: Snapshot, snapshot: Snapshot): HostIndex {
   if (previous.conflicts.length > 0 || !sameNaming(before, snapshot)) return buildHostIndex(snapshot);
-  const changed: string[] = [];
-  for (const [key, workload] of snapshot.workloads) if (before.workloads.get(key) !== workload) changed.push(key);
-  for (const key of before.workloads.keys()) if (!snapshot.workloads.has(key)) changed.push(key);
+  const changed = changedWorkloads(before, snapshot);
   if (changed.length * 4 > snapshot.workloads.size) return buildHostIndex(snapshot);
   const t: Tables = {
     fixed: new Map(previous.fixed),

@@ -104,6 +104,45 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   t.same(asked, [], 'stopped: no more reads');
 });
 
+t.test('HealthWatch: a configuration that leaves the replicas alone re-evaluates the workloads it changed', async (t) => {
+  const recs = records(['a', 'b', 'c']);
+  let snapshot = buildSnapshot(recs);
+  const registry = new ReplicaRegistry();
+  const reps = ['a', 'b', 'c'].map((w) => ({ ...replica(`g/${w}`, `${w}-0`), ready: true }));
+  registry.replace('deployments', reps);
+  const asked: (string | undefined)[] = [];
+  const rows = (only?: string) => {
+    asked.push(only);
+    return workloadStatuses(snapshot, registry, undefined, 0, only);
+  };
+  const changes: HealthChange[] = [];
+  let events = 0;
+  registry.on('change', () => events++);
+  const watch = new HealthWatch(rows, registry, manualClock(), (c) => changes.push(c));
+  t.teardown(() => watch.stop());
+
+  asked.length = 0;
+  registry.replace('deployments', [...reps]);
+  await settle();
+  t.equal(events, 0, 'the same replicas again: no change of the lists');
+  t.same(asked, [], 'and no row read');
+
+  // b suspended: its replica stays listed, its row moves.
+  snapshot = buildSnapshot(recs.map((r) => (r.name === 'b' && r.kind === 'workload' ? { ...r, spec: { ...(r.spec as object), defaultOptions: { suspend: true } } } : r)));
+  watch.reconfigured(['g/b']);
+  await settle();
+  t.same(asked, ['g/b'], 'the changed workload\'s rows alone');
+  const now = workloadStatuses(snapshot, registry, undefined, 0, 'g/b')[0]!.health;
+  t.not(now, 'Healthy', `suspended with its replica still there: ${now}`);
+  t.same(changes.map((c) => [c.status.workload, c.from, c.status.health]), [['b', 'Healthy', now]], 'reported');
+
+  asked.length = 0;
+  registry.replace('deployments', reps.slice(1));
+  await settle();
+  t.equal(events, 1, 'other replicas: a change');
+  t.same(asked, [undefined], 'every row read');
+});
+
 t.test('findWorkloadRecord answers as a scan of the records does', async (t) => {
   let seed = 7;
   const random = (n: number): number => {
