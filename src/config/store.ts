@@ -27,6 +27,7 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, type FSWatcher } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { asApplied } from './applied.js';
@@ -405,7 +406,10 @@ async function composeAndCompile(
     const { kept, dropped } = reconcile(read.baseHash, overlay);
     const now = new Date((options.now ?? Date.now)()).toISOString();
     const stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
-    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation);
+    // Composing, validating and compiling 20,000 records are each a turn of the event loop of their
+    // own: requests to the data plane are served between them.
+    await setImmediate();
+    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, undefined, () => setImmediate());
     if (!result.ok) return result;
     return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
   } catch (e) {
