@@ -12,3 +12,11 @@ export function changedWorkloads(before: Snapshot, after: Snapshot): string[] {
   for (const key of before.workloads.keys()) if (!after.workloads.has(key)) changed.push(key);
   return changed;
 }
+
+/** Keys of the workloads whose model or `deployment` replicas `after` adds, changes or removes against `before`. */
+export function changedWorkloadsOrDeployments(before: Snapshot, after: Snapshot): Set<string> {
+  const changed = new Set(changedWorkloads(before, after));
+  for (const [key, list] of after.deployments) if (before.deployments.get(key) !== list) changed.add(key);
+  for (const key of before.deployments.keys()) if (!after.deployments.has(key)) changed.add(key);
+  return changed;
+}

@@ -25,7 +25,7 @@ import { DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 import { join, resolve } from 'node:path';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
-import { changedWorkloads } from '../config/changed.js';
+import { changedWorkloads, changedWorkloadsOrDeployments } from '../config/changed.js';
 import { notRunNotes } from '../local/not-run.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
@@ -366,16 +366,24 @@ function meshCertTtl(text: string): number {
  * it is true: at start, then for what a reload adds or changes; never per request.
  */
 export function notRunSayer(logger: Logger): (snapshot: Snapshot) => void {
-  let said = new Map<string, readonly string[]>();
+  const said = new Map<string, readonly string[]>();
+  let last: Snapshot | undefined;
   return (snapshot) => {
-    const now = new Map<string, readonly string[]>();
-    for (const [key, note] of notRunNotes(snapshot)) {
+    const notes = notRunNotes(snapshot);
+    // After the first, only the workloads a change touched can say something new (or stop saying it).
+    const keys = last === undefined ? notes.keys() : changedWorkloadsOrDeployments(last, snapshot);
+    last = snapshot;
+    for (const key of keys) {
+      const note = notes.get(key);
+      if (note === undefined) {
+        said.delete(key);
+        continue;
+      }
       const [gvc, workload] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
       const before = said.get(key) ?? [];
       for (const line of note.lines) if (!before.includes(line)) logger.warn({ workload, gvc }, `workload ${key}: ${line}`);
-      now.set(key, note.lines);
+      said.set(key, note.lines);
     }
-    said = now;
   };
 }
 
