@@ -225,9 +225,13 @@ export class HealthWatch {
     this.schedule();
   }
 
-  /** A new configuration changed these workloads (keys): their rows are evaluated again (the others' did not move). */
-  reconfigured(workloads: Iterable<string>): void {
-    for (const workload of workloads) this.queue(workload);
+  /**
+   * A new configuration changed these workloads (keys): their rows are evaluated again (the others'
+   * did not move); all rows in one pass when it changed most (a reload of the files changes all).
+   */
+  reconfigured(workloads: readonly string[]): void {
+    if (workloads.length * 2 > this.last.size) this.queue(undefined);
+    else for (const workload of workloads) this.queue(workload);
   }
 
   check(): void {

@@ -137,6 +137,11 @@ t.test('HealthWatch: a configuration that leaves the replicas alone re-evaluates
   t.same(changes.map((c) => [c.status.workload, c.from, c.status.health]), [['b', 'Healthy', now]], 'reported');
 
   asked.length = 0;
+  watch.reconfigured(['g/a', 'g/b', 'g/c']);
+  await settle();
+  t.same(asked, [undefined], 'most workloads changed (a reload of the files): every row in one pass');
+
+  asked.length = 0;
   registry.replace('deployments', reps.slice(1));
   await settle();
   t.equal(events, 1, 'other replicas: a change');
