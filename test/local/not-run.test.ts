@@ -16,6 +16,7 @@ import { keyOf } from '../../src/config/record-meta.js';
 import type { RawRecord } from '../../src/config/records.js';
 import { silentLogger } from '../../src/log.js';
 import { tempDir } from '../mesh/fixtures.js';
+import { prng, testSeed } from '../helpers/seed.js';
 import { planReplicas, upRuns } from '../../src/local/plan.js';
 import { notRunSayer } from '../../src/roles/up.js';
 import { captureLogger } from './fixtures.js';
@@ -103,11 +104,10 @@ t.test('up says each line once: at start, then what a reload adds or brings back
 });
 
 t.test('notRunNotes after generated changes through the store: each workload\'s note as made alone, from a copy', async (t) => {
-  let seed = 777;
-  const random = (n: number): number => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return Math.floor(seed / 65536) % n;
-  };
+  const seed = testSeed('NOT_RUN_SEED', 777);
+  t.comment(`seed ${seed} (NOT_RUN_SEED=${seed} replays it)`);
+  const draw = prng(seed);
+  const random = (n: number): number => Math.floor(draw() * n);
   const dir = await tempDir(t, 'svcproxy-not-run-');
   const file = join(dir, 'records.json');
   const names = ['a', 'b', 'c', 'd', 'e', 'f'];

@@ -9,7 +9,8 @@ import { buildSnapshot } from '../../src/config/snapshot.js';
 import type { RawRecord } from '../../src/config/records.js';
 import { workloadGvc } from '../../src/config/records.js';
 import { findWorkloadRecord } from '../../src/local/plan.js';
-import { HealthWatch, workloadStatuses, type HealthChange } from '../../src/local/workloads.js';
+import { HealthWatch, workloadStatuses, type HealthChange, type WorkloadStatus } from '../../src/local/workloads.js';
+import type { Snapshot } from '../../src/config/model.js';
 import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
 import type { Timer } from '../../src/deps.js';
 
@@ -48,6 +49,18 @@ function manualClock(): { setTimeout(fn: () => void, ms: number): Timer; clearTi
   };
 }
 
+/** The rows of the snapshot `current` gives, with each `only` they were asked for. */
+function recorded(current: () => Snapshot, registry: ReplicaRegistry): { asked: (string | undefined)[]; rows: (only?: string) => WorkloadStatus[] } {
+  const asked: (string | undefined)[] = [];
+  return {
+    asked,
+    rows: (only) => {
+      asked.push(only);
+      return workloadStatuses(current(), registry, undefined, 0, only);
+    },
+  };
+}
+
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 t.test('HealthWatch: a readiness change re-evaluates its workload alone; list changes and the timer, every row', async (t) => {
@@ -55,11 +68,7 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   const registry = new ReplicaRegistry();
   const reps = ['a', 'b', 'c'].map((w) => replica(`g/${w}`, `${w}-0`));
   registry.replace('deployments', reps);
-  const asked: (string | undefined)[] = [];
-  const rows = (only?: string) => {
-    asked.push(only);
-    return workloadStatuses(snapshot, registry, undefined, 0, only);
-  };
+  const { asked, rows } = recorded(() => snapshot, registry);
   const changes: HealthChange[] = [];
   const clock = manualClock();
   const watch = new HealthWatch(rows, registry, clock, (c) => changes.push(c));
@@ -110,11 +119,7 @@ t.test('HealthWatch: a configuration that leaves the replicas alone re-evaluates
   const registry = new ReplicaRegistry();
   const reps = ['a', 'b', 'c'].map((w) => ({ ...replica(`g/${w}`, `${w}-0`), ready: true }));
   registry.replace('deployments', reps);
-  const asked: (string | undefined)[] = [];
-  const rows = (only?: string) => {
-    asked.push(only);
-    return workloadStatuses(snapshot, registry, undefined, 0, only);
-  };
+  const { asked, rows } = recorded(() => snapshot, registry);
   const changes: HealthChange[] = [];
   let events = 0;
   registry.on('change', () => events++);

@@ -24,6 +24,7 @@ import { Metrics } from '../../src/admin/metrics.js';
 import { SharedResources } from '../../src/filter/index.js';
 import { systemClock } from '../../src/deps.js';
 import { tempDir } from '../mesh/fixtures.js';
+import { prng, testSeed } from '../helpers/seed.js';
 
 const LOCATIONS = ['loc1', 'loc2'];
 // `legacy` names are `W-GVC.APP_DOMAIN`: workload `a-x` of `g1` and workload `a` of `x-g1` collide.
@@ -104,11 +105,10 @@ function chains(table: RouteTable): unknown {
 }
 
 t.test('generated changes: the tables made from the table in force equal a full build', async (t) => {
-  let seed = 4242;
-  const random = (n: number): number => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return Math.floor(seed / 65536) % n;
-  };
+  const seed = testSeed('INCREMENTAL_TABLES_SEED', 4242);
+  t.comment(`seed ${seed} (INCREMENTAL_TABLES_SEED=${seed} replays it)`);
+  const draw = prng(seed);
+  const random = (n: number): number => Math.floor(draw() * n);
   const dir = await tempDir(t, 'svcproxy-incremental-tables-');
   const file = join(dir, 'records.json');
   const fileRecords = new Map<string, RawRecord>();
