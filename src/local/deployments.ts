@@ -14,6 +14,7 @@
 import type { Snapshot, WorkloadModel } from '../config/model.js';
 import type { ReplicaRegistry } from '../routing/replicas.js';
 import { workloadVersion } from './env.js';
+import { changedWorkloads } from '../config/changed.js';
 import type { Health } from './health.js';
 import { findWorkloadRecord, replicaCount, upRuns, versionOf, type DesiredReplicas } from './plan.js';
 import type { UpReplicaState } from './supervisor.js';
@@ -27,9 +28,18 @@ const BOOK_DEPTH = 16;
 export class VersionBook {
   private readonly byWorkload = new Map<string, Map<number, number>>();
 
-  /** Notes the versions of `snapshot`'s workloads (call at start and at every change). */
+  private last: Snapshot | undefined;
+
+  /**
+   * Notes the versions of `snapshot`'s workloads (call at start and at every change): after the
+   * first, of the workloads it changed (a record's new version is a new record, so a new model).
+   */
   observe(snapshot: Snapshot): void {
-    for (const workload of snapshot.workloads.values()) {
+    const keys = this.last === undefined ? snapshot.workloads.keys() : changedWorkloads(this.last, snapshot);
+    this.last = snapshot;
+    for (const key of keys) {
+      const workload = snapshot.workloads.get(key);
+      if (workload === undefined) continue;
       const record = findWorkloadRecord(snapshot.records, workload) as { version?: unknown } | undefined;
       if (record === undefined || !Number.isSafeInteger(record.version)) continue;
       let book = this.byWorkload.get(workload.key);

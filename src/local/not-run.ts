@@ -11,6 +11,7 @@
  */
 import type { ContainerModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
+import { changedWorkloadsOrDeployments } from '../config/changed.js';
 
 /** The containers `up` runs a process for (those with a `command`), in declaration order. */
 export function runnableContainers(workload: Pick<WorkloadModel, 'containers'>): ContainerModel[] {
@@ -70,28 +71,50 @@ export interface NotRunNote {
 
 /** Per snapshot, made once: a refused request asks for its workload's reason. */
 const notesBySnapshot = new WeakMap<Snapshot, ReadonlyMap<string, NotRunNote>>();
+/** The last notes made, from which the next snapshot's are made (one workload's change: its note). */
+let lastNotes: { readonly snapshot: Snapshot; readonly notes: ReadonlyMap<string, NotRunNote> } | undefined;
+
+/** What `up` says of one workload (undefined: nothing). */
+export function noteOf(workload: WorkloadModel, snapshot: Snapshot): NotRunNote | undefined {
+  if (workload.globallySuspended || isIgnored(workload, snapshot.settings.vendor)) return undefined;
+  const why = notRunReason(workload);
+  if (why === undefined) {
+    const lines = partlyRunNotes(workload);
+    return lines.length > 0 ? { workload: workload.key, lines } : undefined;
+  }
+  const elsewhere = (snapshot.deployments.get(workload.key)?.length ?? 0) > 0;
+  return elsewhere
+    ? { workload: workload.key, lines: [`${why}: the replicas of its deployment record serve it`] }
+    : { workload: workload.key, reason: why, lines: [`${why}: its host names answer 503 no healthy upstream`] };
+}
 
 /**
  * The workloads of `snapshot` that `up` runs in part or not at all, by key; suspended and ignored
- * ones are left out (they answer for themselves).
+ * ones are left out (they answer for themselves). A note is a function of the workload's model, its
+ * deployment and the vendor: those of the last snapshot's notes are kept for the workloads whose
+ * model and deployment are the same objects (config/changed.ts).
  */
 export function notRunNotes(snapshot: Snapshot): ReadonlyMap<string, NotRunNote> {
   const known = notesBySnapshot.get(snapshot);
   if (known) return known;
-  const notes = new Map<string, NotRunNote>();
-  for (const workload of snapshot.workloads.values()) {
-    if (workload.globallySuspended || isIgnored(workload, snapshot.settings.vendor)) continue;
-    const why = notRunReason(workload);
-    if (why === undefined) {
-      const lines = partlyRunNotes(workload);
-      if (lines.length > 0) notes.set(workload.key, { workload: workload.key, lines });
-      continue;
+  const last = lastNotes;
+  let notes: Map<string, NotRunNote>;
+  if (last !== undefined && last.snapshot.settings.vendor === snapshot.settings.vendor) {
+    notes = new Map(last.notes);
+    for (const key of changedWorkloadsOrDeployments(last.snapshot, snapshot)) {
+      const workload = snapshot.workloads.get(key);
+      const note = workload === undefined ? undefined : noteOf(workload, snapshot);
+      if (note === undefined) notes.delete(key);
+      else notes.set(key, note);
     }
-    const elsewhere = (snapshot.deployments.get(workload.key)?.length ?? 0) > 0;
-    notes.set(workload.key, elsewhere
-      ? { workload: workload.key, lines: [`${why}: the replicas of its deployment record serve it`] }
-      : { workload: workload.key, reason: why, lines: [`${why}: its host names answer 503 no healthy upstream`] });
+  } else {
+    notes = new Map();
+    for (const workload of snapshot.workloads.values()) {
+      const note = noteOf(workload, snapshot);
+      if (note !== undefined) notes.set(workload.key, note);
+    }
   }
   notesBySnapshot.set(snapshot, notes);
+  lastNotes = { snapshot, notes };
   return notes;
 }

@@ -176,7 +176,8 @@ export interface HealthChange {
  * Re-evaluates the rows when replicas change and every `intervalMs`, and reports each changed health.
  * A replica's readiness changing re-evaluates its workload's rows alone (`rows(key)`): with thousands
  * of workloads coming up at once, every row at every readiness change would cost workloads² rows. A
- * change of the replica lists (a reload, replicas started or stopped) and the timer re-evaluate all.
+ * change of the replica lists (replicas started or stopped, a reload that changes them) and the timer
+ * re-evaluate all; a new configuration that leaves them alone, the rows of the workloads it changed.
  */
 export class HealthWatch {
   private readonly last = new Map<string, Health>();
@@ -222,6 +223,15 @@ export class HealthWatch {
     registry.on('ready', this.onReady);
     registry.on('change', this.onChangeOfReplicas);
     this.schedule();
+  }
+
+  /**
+   * A new configuration changed these workloads (keys): their rows are evaluated again (the others'
+   * did not move); all rows in one pass when it changed most (a reload of the files changes all).
+   */
+  reconfigured(workloads: readonly string[]): void {
+    if (workloads.length * 2 > this.last.size) this.queue(undefined);
+    else for (const workload of workloads) this.queue(workload);
   }
 
   check(): void {

@@ -152,9 +152,12 @@ export class DataPlane implements Plane {
     return this.attempts.upstreams;
   }
 
-  /** Swap in a new configuration; requests in flight finish on the old one. */
+  /**
+   * Swap in a new configuration; requests in flight finish on the old one. What the change did not
+   * touch is taken from the table in force (routes.ts).
+   */
   update(snapshot: Snapshot): void {
-    this.table = buildRouteTable(snapshot, this.factories, this.tableDeps());
+    this.table = buildRouteTable(snapshot, this.factories, this.tableDeps(), this.table);
     this.opts.telemetry?.update(snapshot);
   }
 

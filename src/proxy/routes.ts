@@ -8,7 +8,7 @@
  */
 import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
-import { buildHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
+import { buildHostIndex, nextHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import { isIgnored } from '../config/compile-workload.js';
 import type { Hop, OutboundCaller } from './mesh-peer.js';
 import { buildChain, type Chain } from './filters.js';
@@ -39,19 +39,40 @@ export interface RouteTableDeps {
   readonly sidecarOf?: string;
 }
 
-export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps): RouteTable {
-  const ingressChains = new Map<string, Chain>();
-  const sidecarChains = new Map<string, Chain>();
-  const retryPolicies = new Map<string, RetryPolicy>();
+/**
+ * The table of `snapshot`. Given the table in force (`previous`), what a workload's change did not
+ * touch is kept: the filter chains and retry policy of a workload whose model, GVC model and vendor
+ * are the objects they were built from (compile.ts reuses the models of unchanged records, and a
+ * chain reads nothing else of the snapshot), and the host names of the unchanged workloads
+ * (hosts.ts `nextHostIndex`). A file reload reads new records, so everything is built again.
+ */
+export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps, previous?: RouteTable): RouteTable {
+  const before = previous?.snapshot.settings.vendor === snapshot.settings.vendor ? previous : undefined;
+  // Copied whole (a native copy), then the workloads whose models changed put again.
+  const ingressChains = new Map<string, Chain>(before?.ingressChains);
+  const sidecarChains = new Map<string, Chain>(before?.sidecarChains);
+  const retryPolicies = new Map<string, RetryPolicy>(before?.retryPolicies);
+  if (before !== undefined) {
+    for (const key of before.snapshot.workloads.keys()) {
+      if (snapshot.workloads.has(key)) continue;
+      ingressChains.delete(key);
+      sidecarChains.delete(key);
+      retryPolicies.delete(key);
+    }
+  }
   for (const workload of snapshot.workloads.values()) {
-    retryPolicies.set(workload.key, compileRetryPolicy(workload.retryPolicy));
-    const ctx = { snapshot, workload, gvc: snapshot.gvcs.get(workload.gvc), ...env };
-    ingressChains.set(workload.key, buildChain(factories.ingress, ctx));
-    if (env.sidecarOf === undefined || env.sidecarOf === workload.key) sidecarChains.set(workload.key, buildChain(factories.sidecar, ctx));
+    const key = workload.key;
+    const gvc = snapshot.gvcs.get(workload.gvc);
+    if (before !== undefined && before.snapshot.workloads.get(key) === workload && before.snapshot.gvcs.get(workload.gvc) === gvc) continue;
+    retryPolicies.set(key, compileRetryPolicy(workload.retryPolicy));
+    const ctx = { snapshot, workload, gvc, ...env };
+    ingressChains.set(key, buildChain(factories.ingress, ctx));
+    if (env.sidecarOf === undefined || env.sidecarOf === key) sidecarChains.set(key, buildChain(factories.sidecar, ctx));
+    else sidecarChains.delete(key);
   }
   return {
     snapshot,
-    hosts: buildHostIndex(snapshot),
+    hosts: previous === undefined ? buildHostIndex(snapshot) : nextHostIndex(previous.hosts, previous.snapshot, snapshot),
     ingressChains,
     sidecarChains,
     retryPolicies,

@@ -5,7 +5,7 @@
  * it removes leave rotation at once and their pools close once their requests are over.
  */
 import type { Logger } from 'pino';
-import type { DeploymentReplicaModel, ProbeModel, Snapshot } from '../config/model.js';
+import type { DeploymentReplicaModel, ProbeModel, Snapshot, WorkloadModel } from '../config/model.js';
 import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
 import { workloadTraffic, type ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
@@ -40,6 +40,14 @@ interface DeployedReplica {
   readonly stop: () => void;
 }
 
+interface MadeFrom {
+  readonly list: readonly DeploymentReplicaModel[];
+  readonly workload: WorkloadModel;
+  /** No replica is named by DNS: the same list and model make the same replicas. */
+  readonly fixed: boolean;
+  readonly replicas: ReadonlyMap<string, DeployedReplica>;
+}
+
 /** What the deployment replicas use of their role's runtime. */
 export interface DeploymentContext {
   readonly deps: Deps;
@@ -53,8 +61,8 @@ export interface DeploymentContext {
 }
 
 export class DeploymentReplicas {
-  /** Deployment replicas by identity, with their probe loops. */
-  private deployed = new Map<string, DeployedReplica>();
+  /** Per workload (key): its replicas by identity, with their probe loops, and what they were made from. */
+  private made = new Map<string, MadeFrom>();
   /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
   private readonly traffic = new Map<string, WorkloadTraffic>();
   /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
@@ -78,20 +86,31 @@ export class DeploymentReplicas {
    * probe loop, so a reload never takes healthy replicas out of rotation.
    */
   apply(snapshot: Snapshot): void {
-    const previous = this.deployed;
-    const next = new Map<string, DeployedReplica>();
+    const previous = this.made;
+    const made = new Map<string, MadeFrom>();
     const expanded = new Map<string, DeploymentReplicaModel[]>();
     const names = new Set<string>();
     let total = 0;
     for (const [key, list] of snapshot.deployments) {
+      // A workload whose deployment and model are the objects its replicas were made from (compile.ts
+      // reuses both when their records did not change) and that no DNS name moves keeps them as they
+      // are: a change of one workload looks at the others no further.
+      const known = previous.get(key);
+      if (known !== undefined && known.fixed && known.list === list && known.workload === snapshot.workloads.get(key)) {
+        made.set(key, known);
+        total += known.replicas.size;
+        continue;
+      }
       const out = this.expandByDns(list, names);
       expanded.set(key, out);
       total += out.length;
     }
     this.dns?.track(names);
-    const replicas: Replica[] = [];
     const probeDeps = { ...this.ctx.deps, registry: this.ctx.registry, logger: this.ctx.logger };
+    const gone: DeployedReplica[] = [];
     for (const [key, list] of expanded) {
+      // Replicas can only be kept within their workload (the identity names it).
+      const before = previous.get(key)?.replicas ?? new Map<string, DeployedReplica>();
       const workload = snapshot.workloads.get(key);
       if (!workload) continue;
       let traffic = this.traffic.get(key);
@@ -100,13 +119,13 @@ export class DeploymentReplicas {
       const portNumber = workload.primaryPort?.number ?? 0;
       const probe = workload.containers[0]?.readinessProbe;
       const probeIdentity = JSON.stringify(probe ?? null);
+      const replicas = new Map<string, DeployedReplica>();
       for (const d of list) {
         // Not the index: a replica found by DNS keeps its object (readiness, probe, requests in
         // flight) when another address comes or goes and its place in the answer moves.
         const identity = JSON.stringify([key, d.location, d.name, d.address, d.sidecar ?? '', d.mesh ?? '', portNumber, d.forcedNotReady]) + probeIdentity;
-        let deployed = previous.get(identity);
-        if (deployed) {
-          previous.delete(identity);
+        let deployed = before.get(identity);
+        if (deployed && !replicas.has(identity)) {
           deployed.replica.index = d.index;
         } else {
           const app = parseHostPort(d.address);
@@ -127,24 +146,35 @@ export class DeploymentReplicas {
             ? () => undefined
             : startProbing(replica, probe ?? deploymentProbe(this.ctx.deps.random, total), () => app, probeDeps, quiet);
           deployed = { replica, stop };
+          // A duplicate identity (validation refuses one): the second is its own replica, as before.
+          if (replicas.has(identity)) gone.push(replicas.get(identity)!);
         }
-        next.set(identity, deployed);
-        replicas.push(deployed.replica);
+        replicas.set(identity, deployed);
       }
+      for (const [identity, old] of before) if (replicas.get(identity) !== old) gone.push(old);
+      const fixed = !snapshot.deployments.get(key)!.some((d) => discoveredNameOf(d).name !== undefined);
+      made.set(key, { list: snapshot.deployments.get(key)!, workload, fixed, replicas });
     }
+    for (const [key, known] of previous) if (!made.has(key)) gone.push(...known.replicas.values());
     // Gone (a record changed, or an address left its name's answer): out of rotation now; the
     // pools finish the requests in flight before they close (Upstreams.forget).
-    for (const gone of previous.values()) {
-      gone.stop();
+    for (const old of gone) {
+      old.stop();
       const { dataplane } = this.ctx;
       const upstreams = dataplane.upstreams;
-      if (gone.replica.mesh) dataplane.forgetMesh(gone.replica.mesh);
-      if (gone.replica.sidecar) upstreams.forget(gone.replica.sidecar);
-      else for (const address of gone.replica.ports.values()) upstreams.forget(address);
+      if (old.replica.mesh) dataplane.forgetMesh(old.replica.mesh);
+      if (old.replica.sidecar) upstreams.forget(old.replica.sidecar);
+      else for (const address of old.replica.ports.values()) upstreams.forget(address);
     }
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
-    this.deployed = next;
-    this.ctx.registry.replace('deployment', replicas);
+    this.made = made;
+    // In the snapshot's order, so the same replicas make the same list (no change of the table).
+    const listed: Replica[] = [];
+    for (const key of snapshot.deployments.keys()) {
+      const known = made.get(key);
+      if (known !== undefined) for (const deployed of known.replicas.values()) listed.push(deployed.replica);
+    }
+    this.ctx.registry.replace('deployment', listed);
   }
 
   /**
@@ -200,8 +230,8 @@ export class DeploymentReplicas {
   /** Every probe loop stopped, the DNS follower closed. */
   close(): void {
     this.closed = true;
-    for (const d of this.deployed.values()) d.stop();
-    this.deployed.clear();
+    for (const known of this.made.values()) for (const d of known.replicas.values()) d.stop();
+    this.made.clear();
     this.dns?.close();
   }
 }

@@ -25,6 +25,7 @@ import { DEFAULT_CERT_TTL_MS, UpMesh } from './up-mesh.js';
 import { join, resolve } from 'node:path';
 import { Scaler } from '../local/scaler.js';
 import { HealthWatch, healthLine, type HealthChange } from '../local/workloads.js';
+import { changedWorkloads, changedWorkloadsOrDeployments } from '../config/changed.js';
 import { notRunNotes } from '../local/not-run.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { randomBytes } from 'node:crypto';
@@ -226,6 +227,12 @@ export async function startUp(options: UpOptions): Promise<Up> {
     logger.info({ workload: s.workload, gvc: s.gvc, location: s.location, health: s.health, from: change.from ?? null, ready: s.ready, replicas: s.replicas }, 'workload health');
     options.onHealthChange?.(change);
   });
+  // A change that leaves the replicas alone (a suspend, a workload added without one) moves its workloads' rows alone.
+  let healthSeen = runtime.store.current;
+  runtime.store.on('change', (snapshot: Snapshot) => {
+    health.reconfigured(changedWorkloads(healthSeen, snapshot));
+    healthSeen = snapshot;
+  });
   // Processes run in their own process groups (so Ctrl-C reaches only us and we stop them in order);
   // if this process dies without stopping them, take them down with it.
   const killOnExit = (): void => supervisor.killNow();
@@ -361,16 +368,24 @@ function meshCertTtl(text: string): number {
  * it is true: at start, then for what a reload adds or changes; never per request.
  */
 export function notRunSayer(logger: Logger): (snapshot: Snapshot) => void {
-  let said = new Map<string, readonly string[]>();
+  const said = new Map<string, readonly string[]>();
+  let last: Snapshot | undefined;
   return (snapshot) => {
-    const now = new Map<string, readonly string[]>();
-    for (const [key, note] of notRunNotes(snapshot)) {
+    const notes = notRunNotes(snapshot);
+    // After the first, only the workloads a change touched can say something new (or stop saying it).
+    const keys = last === undefined ? notes.keys() : changedWorkloadsOrDeployments(last, snapshot);
+    last = snapshot;
+    for (const key of keys) {
+      const note = notes.get(key);
+      if (note === undefined) {
+        said.delete(key);
+        continue;
+      }
       const [gvc, workload] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
       const before = said.get(key) ?? [];
       for (const line of note.lines) if (!before.includes(line)) logger.warn({ workload, gvc }, `workload ${key}: ${line}`);
-      now.set(key, note.lines);
+      said.set(key, note.lines);
     }
-    said = now;
   };
 }
 

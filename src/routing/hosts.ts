@@ -23,6 +23,7 @@ import type {
   WorkloadModel,
 } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
+import { changedWorkloads } from '../config/changed.js';
 
 export type Listener = 'external' | 'mesh';
 
@@ -239,72 +240,142 @@ function pickPort(entry: InternalEntry, requested: number | undefined): number |
   return entry.ports.has(requested) ? requested : undefined;
 }
 
-/** Build the lookup tables for one snapshot. Cost is linear in workloads × locations. */
-export function buildHostIndex(snapshot: Snapshot): HostIndex {
-  const { settings, org } = snapshot;
-  const fixed = new Map<string, HostTarget>();
-  const replicaBases = new Map<string, WorkloadLocation>();
-  const internal = new Map<string, InternalEntry>();
-  const internalReplicas = new Map<string, InternalReplicaEntry>();
-  const domains = new Map<string, DomainEntry>();
-  const conflicts: string[] = [];
+/** The tables a host index is made of, while they are filled. */
+interface Tables {
+  readonly fixed: Map<string, HostTarget>;
+  readonly replicaBases: Map<string, WorkloadLocation>;
+  readonly internal: Map<string, InternalEntry>;
+  readonly internalReplicas: Map<string, InternalReplicaEntry>;
+  readonly domains: Map<string, DomainEntry>;
+  readonly conflicts: string[];
+}
 
-  const claim = <V>(map: Map<string, V>, host: string, value: V): void => {
+/** Puts (or takes back) one name of a table: `claim` puts it, `release` takes back a workload's. */
+type Claim = <V extends object>(map: Map<string, V>, host: string, value: V & { readonly workload: WorkloadModel }) => void;
+
+function claimer(conflicts: string[]): Claim {
+  return (map, host, value) => {
     if (map.has(host)) conflicts.push(host);
     else map.set(host, value);
   };
+}
 
-  for (const workload of snapshot.workloads.values()) {
-    const gvc = snapshot.gvcs.get(workload.gvc);
-    // An ignored workload (`svc/ignore`) has no host names: it answers 404 like an unknown host.
-    if (!gvc || isIgnored(workload, settings.vendor)) continue;
-    const name = workload.name;
-    claim(fixed, canonicalHostFor(settings, org, gvc, name), { kind: 'canonical', workload });
-    const { ports, defaultPort } = declaredPorts(workload);
-    claim(internal, internalHostFor(settings, gvc, name), { workload, ports, defaultPort });
-    for (const location of gvc.locations) {
-      const locationHost = locationHostFor(settings, gvc, name, location);
-      claim(fixed, locationHost, { kind: 'location', workload, location });
-      if (workload.replicaDirect) claim(replicaBases, locationHost, { workload, location });
-      const internalKey = normalizeName(`${name}.${location}.${gvc.name}.${settings.internalDomain}`);
-      claim(internalReplicas, internalKey, { workload, location, ports, defaultPort });
-    }
+/** Takes back a name only while it is still the given workload's (a name is one workload's when nothing conflicts). */
+const release: Claim = (map, host, value) => {
+  if ((map.get(host) as { readonly workload?: WorkloadModel } | undefined)?.workload === value.workload) map.delete(host);
+};
+
+/** The names of one workload (none for an ignored one, `svc/ignore`: it answers 404 like an unknown host). */
+function workloadNames(t: Tables, snapshot: Snapshot, workload: WorkloadModel, claim: Claim): void {
+  const { settings, org } = snapshot;
+  const gvc = snapshot.gvcs.get(workload.gvc);
+  if (!gvc || isIgnored(workload, settings.vendor)) return;
+  const name = workload.name;
+  claim(t.fixed, canonicalHostFor(settings, org, gvc, name), { kind: 'canonical', workload });
+  const { ports, defaultPort } = declaredPorts(workload);
+  claim(t.internal, internalHostFor(settings, gvc, name), { workload, ports, defaultPort });
+  for (const location of gvc.locations) {
+    const locationHost = locationHostFor(settings, gvc, name, location);
+    claim(t.fixed, locationHost, { kind: 'location', workload, location });
+    if (workload.replicaDirect) claim(t.replicaBases, locationHost, { workload, location });
+    const internalKey = normalizeName(`${name}.${location}.${gvc.name}.${settings.internalDomain}`);
+    claim(t.internalReplicas, internalKey, { workload, location, ports, defaultPort });
   }
+}
 
-  // Alias hosts after canonical ones: a canonical name can never look like `ALIAS.APP_DOMAIN`
-  // (it always carries `-`), so the order only matters for pathological configs.
+/**
+ * GVC alias names, after every workload's (a canonical name can never look like `ALIAS.APP_DOMAIN`:
+ * it always carries `-`, so the order only matters for pathological configs), then the custom domains.
+ */
+function aliasAndDomainNames(t: Tables, snapshot: Snapshot, claim: Claim): void {
+  const { settings } = snapshot;
   for (const gvc of snapshot.gvcs.values()) {
     if (gvc.aliasWorkload === undefined) continue;
     const workload = snapshot.workloads.get(`${gvc.name}/${gvc.aliasWorkload}`);
     // A globally suspended alias workload makes the alias route nowhere (per-location suspends
     // are ignored): the snapshot is immutable, so this is decided here once.
     if (!workload || workload.globallySuspended || isIgnored(workload, settings.vendor)) continue;
-    claim(fixed, gvcAliasHost(settings, gvc), { kind: 'alias', workload });
+    claim(t.fixed, gvcAliasHost(settings, gvc), { kind: 'alias', workload });
   }
-
   for (const domain of snapshot.domains.values()) {
     if (domain.ports.length === 0) continue;
     const host = normalizeName(domain.host);
-    if (fixed.has(host)) {
-      conflicts.push(host);
+    if (t.fixed.has(host)) {
+      t.conflicts.push(host);
       continue;
     }
     const byNumber = new Map<number, HostTarget>();
     for (const port of domain.ports) {
       if (!byNumber.has(port.number)) byNumber.set(port.number, { kind: 'domain', domain, port });
     }
-    claim(domains, host, { first: byNumber.get(domain.ports[0]!.number)!, byNumber });
+    if (t.domains.has(host)) t.conflicts.push(host);
+    else t.domains.set(host, { first: byNumber.get(domain.ports[0]!.number)!, byNumber });
   }
+}
 
+function indexOf(t: Tables, snapshot: Snapshot): HostIndex {
   return {
     generation: snapshot.generation,
-    fixed,
-    domains,
-    replicaBases,
-    internal,
-    internalReplicas,
-    conflicts,
+    fixed: t.fixed,
+    domains: t.domains,
+    replicaBases: t.replicaBases,
+    internal: t.internal,
+    internalReplicas: t.internalReplicas,
+    conflicts: t.conflicts,
   };
+}
+
+/** Build the lookup tables for one snapshot. Cost is linear in workloads × locations. */
+export function buildHostIndex(snapshot: Snapshot): HostIndex {
+  const t: Tables = { fixed: new Map(), replicaBases: new Map(), internal: new Map(), internalReplicas: new Map(), domains: new Map(), conflicts: [] };
+  const claim = claimer(t.conflicts);
+  for (const workload of snapshot.workloads.values()) workloadNames(t, snapshot, workload, claim);
+  aliasAndDomainNames(t, snapshot, claim);
+  return indexOf(t, snapshot);
+}
+
+/**
+ * The index of `snapshot` made from `previous`, the index of `before`: the names of the workloads
+ * whose model changed (a new object: compile.ts reuses the model of an unchanged record) are taken
+ * back and claimed again, the GVC aliases and domains made again; the other names are kept, so one
+ * workload's change costs a copy of the tables rather than every name built again. A full build
+ * instead when names may have moved for all (settings, the org, a GVC changed), when many workloads
+ * changed, or when a name is claimed twice (the full build's order decides which claim wins).
+ */
+export function nextHostIndex(previous: HostIndex, before: Snapshot, snapshot: Snapshot): HostIndex {
+  if (previous.conflicts.length > 0 || !sameNaming(before, snapshot)) return buildHostIndex(snapshot);
+  const changed = changedWorkloads(before, snapshot);
+  if (changed.length * 4 > snapshot.workloads.size) return buildHostIndex(snapshot);
+  const t: Tables = {
+    fixed: new Map(previous.fixed),
+    replicaBases: new Map(previous.replicaBases),
+    internal: new Map(previous.internal),
+    internalReplicas: new Map(previous.internalReplicas),
+    domains: new Map(),
+    conflicts: [],
+  };
+  for (const [host, target] of t.fixed) if (target.kind === 'alias') t.fixed.delete(host);
+  for (const key of changed) {
+    const old = before.workloads.get(key);
+    if (old !== undefined) workloadNames(t, before, old, release);
+  }
+  const claim = claimer(t.conflicts);
+  for (const key of changed) {
+    const workload = snapshot.workloads.get(key);
+    if (workload !== undefined) workloadNames(t, snapshot, workload, claim);
+  }
+  aliasAndDomainNames(t, snapshot, claim);
+  return t.conflicts.length > 0 ? buildHostIndex(snapshot) : indexOf(t, snapshot);
+}
+
+/** Whether every name of an unchanged workload is the same in both snapshots: the same settings, org and GVCs. */
+function sameNaming(a: Snapshot, b: Snapshot): boolean {
+  const x = a.settings;
+  const y = b.settings;
+  if (x.vendor !== y.vendor || x.appDomain !== y.appDomain || x.directDomain !== y.directDomain || x.internalDomain !== y.internalDomain) return false;
+  if (a.org !== b.org || a.gvcs.size !== b.gvcs.size) return false;
+  for (const [name, gvc] of a.gvcs) if (b.gvcs.get(name) !== gvc) return false;
+  return true;
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 export {
   buildHostIndex,
+  nextHostIndex,
   resolveHost,
   parseHostHeader,
   canonicalHostFor,

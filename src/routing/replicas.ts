@@ -115,8 +115,13 @@ export class ReplicaRegistry extends EventEmitter {
   /** Per workload: its replicas whose first readiness check has not completed, each with a way to run it now. */
   private readonly unchecked = new Map<string, Map<Replica, () => Promise<void>>>();
 
-  /** Replace every replica that `source` contributes. */
+  /**
+   * Replace every replica that `source` contributes. The same replicas in the same order are no
+   * change (nothing rebuilt, no `change` event): a reload that leaves them alone costs a comparison.
+   */
   replace(source: string, replicas: readonly Replica[]): void {
+    const current = this.sources.get(source) ?? EMPTY;
+    if (current.length === replicas.length && current.every((r, i) => r === replicas[i])) return;
     if (replicas.length === 0) this.sources.delete(source);
     else this.sources.set(source, replicas);
     this.rebuild();

@@ -187,3 +187,26 @@ t.test('a file\'s workload that names no GVC is known in its GVC (the --gvc flag
     store.close();
   }
 });
+
+t.test('a write lets the event loop turn between composing, validating and compiling', async (t) => {
+  const dir = await tempDir(t, 'svcproxy-store-turns-');
+  const file = join(dir, 'records.json');
+  await writeFile(file, JSON.stringify([ORG, LOC, gvc('g1')]));
+  const store = await ConfigStore.open({ paths: [file], logger: silentLogger() });
+  t.teardown(() => store.close());
+  // The record state in memory saves without I/O: without pauses the whole write would run in
+  // microtasks, before anything the loop has queued.
+  const order: string[] = [];
+  store.on('change', () => order.push('change'));
+  const turns = (n: number): void => {
+    if (n === 0) return;
+    setImmediate(() => {
+      order.push('turn');
+      turns(n - 1);
+    });
+  };
+  const written = store.write(G2, () => ({ put: gvc('g2') }));
+  turns(3);
+  t.equal((await written).ok, true);
+  t.same(order.slice(0, order.indexOf('change')), ['turn', 'turn'], 'two turns of the loop ran while the write was validated and compiled');
+});

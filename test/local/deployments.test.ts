@@ -7,6 +7,14 @@
  * suspend is not counted, as the CLI does not count it).
  */
 import t from 'tap';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigStore } from '../../src/config/store.js';
+import { keyOf } from '../../src/config/record-meta.js';
+import type { RawRecord } from '../../src/config/records.js';
+import { silentLogger } from '../../src/log.js';
+import { workloadVersion } from '../../src/local/env.js';
+import { tempDir } from '../mesh/fixtures.js';
 import { compileRecords } from '../../src/config/snapshot.js';
 import type { Snapshot } from '../../src/config/model.js';
 import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
@@ -101,4 +109,33 @@ t.test('scale to zero, nothing to run, suspended locations', async (t) => {
   t.same(ds.map((x) => [x.location, x.ready, x.currentReady]), [['loc1', true, true], ['loc2', false, true]]);
   t.same(workloadReadiness(suspended.workloads.get('g/w')!, ds), { ready: true, readyLatest: true }, 'the suspended location is not counted');
   t.same(deploymentStatuses({ snapshot: suspended, registry, up: [], book, nowMs: 0 }, 'g/other'), []);
+});
+
+t.test('the version book, observing the changes of a store: each written workload\'s versions, the others\' kept', async (t) => {
+  const dir = await tempDir(t, 'svcproxy-version-book-');
+  const file = join(dir, 'records.json');
+  const workload = (name: string, image: string): RawRecord => ({ kind: 'workload', name, gvc: 'g', spec: { type: 'standard', containers: [{ name: 'app', image, command: 'node' }] } });
+  await writeFile(file, JSON.stringify([
+    { kind: 'location', name: 'loc1' },
+    { kind: 'gvc', name: 'g', spec: { staticPlacement: { locationLinks: ['//location/loc1'] } } },
+    workload('a', 'a:1'), workload('b', 'b:1'),
+  ]));
+  const store = await ConfigStore.open({ paths: [file], logger: silentLogger() });
+  t.teardown(() => store.close());
+  const book = new VersionBook();
+  book.observe(store.current);
+  const hashOf = (name: string): number => workloadVersion(store.record(keyOf('workload', name, 'g')));
+  const a1 = hashOf('a');
+  const b1 = hashOf('b');
+  t.equal(book.recordVersion('g/a', a1), 1);
+  for (const [image, version] of [['a:2', 2], ['a:3', 3]] as const) {
+    t.ok((await store.write(keyOf('workload', 'a', 'g'), () => ({ put: workload('a', image) }))).ok);
+    book.observe(store.current);
+    t.equal(book.recordVersion('g/a', hashOf('a')), version, `a at ${image}: its version`);
+  }
+  t.equal(book.recordVersion('g/a', a1), 1, 'a\'s first hash still stands for version 1');
+  t.equal(book.recordVersion('g/b', b1), 1, 'b untouched: kept');
+  t.ok((await store.write(keyOf('workload', 'b', 'g'), () => ({ put: workload('b', 'b:2') }))).ok);
+  book.observe(store.current);
+  t.equal(book.recordVersion('g/b', hashOf('b')), 2, 'b written: its new version');
 });

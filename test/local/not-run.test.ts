@@ -8,7 +8,15 @@
  */
 import t from 'tap';
 import { buildSnapshot, defaultSettings } from '../../src/config/index.js';
-import { notRunNotes, notRunReason, partlyRunNotes } from '../../src/local/not-run.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { noteOf, notRunNotes, notRunReason, partlyRunNotes } from '../../src/local/not-run.js';
+import { ConfigStore } from '../../src/config/store.js';
+import { keyOf } from '../../src/config/record-meta.js';
+import type { RawRecord } from '../../src/config/records.js';
+import { silentLogger } from '../../src/log.js';
+import { tempDir } from '../mesh/fixtures.js';
+import { prng, testSeed } from '../helpers/seed.js';
 import { planReplicas, upRuns } from '../../src/local/plan.js';
 import { notRunSayer } from '../../src/roles/up.js';
 import { captureLogger } from './fixtures.js';
@@ -93,4 +101,47 @@ t.test('up says each line once: at start, then what a reload adds or brings back
   t.same(lines.slice(first).map((l) => l.msg), ['workload g/runs: svcproxy up runs no image (container app has image now:2 and no command): its host names answer 503 no healthy upstream'], 'only the new line');
   say(snapshot);
   t.same(lines.slice(first + 1).map((l) => l.msg), ['workload g/image: svcproxy up runs no image (container server has image shop/front:1 and no command): its host names answer 503 no healthy upstream'], 'a workload back again is said again');
+});
+
+t.test('notRunNotes after generated changes through the store: each workload\'s note as made alone, from a copy', async (t) => {
+  const seed = testSeed('NOT_RUN_SEED', 777);
+  t.comment(`seed ${seed} (NOT_RUN_SEED=${seed} replays it)`);
+  const draw = prng(seed);
+  const random = (n: number): number => Math.floor(draw() * n);
+  const dir = await tempDir(t, 'svcproxy-not-run-');
+  const file = join(dir, 'records.json');
+  const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+  const containers = [
+    [{ name: 'app', image: 'api:1' }],
+    [{ name: 'app', command: 'node' }],
+    [{ name: 'app', command: 'node' }, { name: 'side', image: 'envoy:1' }],
+    [{ name: 'job', image: 'busybox', command: 'sh' }],
+  ];
+  const generated = (name: string, n: number): RawRecord => ({
+    ...workload(name, { containers: containers[n % containers.length], defaultOptions: { suspend: n % 5 === 0 } }, n % 7 === 0 ? { tags: { 'svc/ignore': true } } : {}),
+    gvc: 'g',
+  }) as RawRecord;
+  const deployment = (name: string): RawRecord => ({ kind: 'deployment', name, gvc: 'g', status: { locations: [{ name: 'aws-us-east-2', replicas: [{ name: `${name}-0`, address: '127.0.0.1:9' }] }] } });
+  await writeFile(file, JSON.stringify([...base, ...names.map((n, i) => generated(n, i))]));
+  const store = await ConfigStore.open({ paths: [file], logger: silentLogger() });
+  t.teardown(() => store.close());
+  const { logger, lines } = captureLogger();
+  const say = notRunSayer(logger);
+  say(store.current);
+  for (let step = 0; step < 60; step++) {
+    const name = names[random(names.length)]!;
+    const op = random(3);
+    const result = op === 0
+      ? await store.write(keyOf('workload', name, 'g'), () => ({ put: generated(name, random(40)) }))
+      : await store.write(keyOf('deployment', name, 'g'), () => (op === 1 ? { put: deployment(name) } : { delete: true }));
+    if (!result.ok) continue;
+    const now = store.current;
+    const got = [...notRunNotes(now)].sort();
+    const copy = buildSnapshot(structuredClone(now.records) as RawRecord[], now.settings);
+    const want = [...copy.workloads.values()].map((w) => [w.key, noteOf(w, copy)] as const).filter(([, n]) => n !== undefined).sort();
+    t.same(got, want, `step ${step}: as every note made alone`);
+    const before = lines.length;
+    say(now);
+    for (const l of lines.slice(before)) t.ok(got.some(([, n]) => n.lines.some((line) => l.msg === `workload ${n.workload}: ${line}`)), `step ${step}: said a line of its notes`);
+  }
 });

@@ -9,7 +9,8 @@ import { buildSnapshot } from '../../src/config/snapshot.js';
 import type { RawRecord } from '../../src/config/records.js';
 import { workloadGvc } from '../../src/config/records.js';
 import { findWorkloadRecord } from '../../src/local/plan.js';
-import { HealthWatch, workloadStatuses, type HealthChange } from '../../src/local/workloads.js';
+import { HealthWatch, workloadStatuses, type HealthChange, type WorkloadStatus } from '../../src/local/workloads.js';
+import type { Snapshot } from '../../src/config/model.js';
 import { ReplicaRegistry, type Replica } from '../../src/routing/replicas.js';
 import type { Timer } from '../../src/deps.js';
 
@@ -48,6 +49,18 @@ function manualClock(): { setTimeout(fn: () => void, ms: number): Timer; clearTi
   };
 }
 
+/** The rows of the snapshot `current` gives, with each `only` they were asked for. */
+function recorded(current: () => Snapshot, registry: ReplicaRegistry): { asked: (string | undefined)[]; rows: (only?: string) => WorkloadStatus[] } {
+  const asked: (string | undefined)[] = [];
+  return {
+    asked,
+    rows: (only) => {
+      asked.push(only);
+      return workloadStatuses(current(), registry, undefined, 0, only);
+    },
+  };
+}
+
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 t.test('HealthWatch: a readiness change re-evaluates its workload alone; list changes and the timer, every row', async (t) => {
@@ -55,11 +68,7 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   const registry = new ReplicaRegistry();
   const reps = ['a', 'b', 'c'].map((w) => replica(`g/${w}`, `${w}-0`));
   registry.replace('deployments', reps);
-  const asked: (string | undefined)[] = [];
-  const rows = (only?: string) => {
-    asked.push(only);
-    return workloadStatuses(snapshot, registry, undefined, 0, only);
-  };
+  const { asked, rows } = recorded(() => snapshot, registry);
   const changes: HealthChange[] = [];
   const clock = manualClock();
   const watch = new HealthWatch(rows, registry, clock, (c) => changes.push(c));
@@ -102,6 +111,46 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   registry.setReady(reps[1]!, false);
   await settle();
   t.same(asked, [], 'stopped: no more reads');
+});
+
+t.test('HealthWatch: a configuration that leaves the replicas alone re-evaluates the workloads it changed', async (t) => {
+  const recs = records(['a', 'b', 'c']);
+  let snapshot = buildSnapshot(recs);
+  const registry = new ReplicaRegistry();
+  const reps = ['a', 'b', 'c'].map((w) => ({ ...replica(`g/${w}`, `${w}-0`), ready: true }));
+  registry.replace('deployments', reps);
+  const { asked, rows } = recorded(() => snapshot, registry);
+  const changes: HealthChange[] = [];
+  let events = 0;
+  registry.on('change', () => events++);
+  const watch = new HealthWatch(rows, registry, manualClock(), (c) => changes.push(c));
+  t.teardown(() => watch.stop());
+
+  asked.length = 0;
+  registry.replace('deployments', [...reps]);
+  await settle();
+  t.equal(events, 0, 'the same replicas again: no change of the lists');
+  t.same(asked, [], 'and no row read');
+
+  // b suspended: its replica stays listed, its row moves.
+  snapshot = buildSnapshot(recs.map((r) => (r.name === 'b' && r.kind === 'workload' ? { ...r, spec: { ...(r.spec as object), defaultOptions: { suspend: true } } } : r)));
+  watch.reconfigured(['g/b']);
+  await settle();
+  t.same(asked, ['g/b'], 'the changed workload\'s rows alone');
+  const now = workloadStatuses(snapshot, registry, undefined, 0, 'g/b')[0]!.health;
+  t.not(now, 'Healthy', `suspended with its replica still there: ${now}`);
+  t.same(changes.map((c) => [c.status.workload, c.from, c.status.health]), [['b', 'Healthy', now]], 'reported');
+
+  asked.length = 0;
+  watch.reconfigured(['g/a', 'g/b', 'g/c']);
+  await settle();
+  t.same(asked, [undefined], 'most workloads changed (a reload of the files): every row in one pass');
+
+  asked.length = 0;
+  registry.replace('deployments', reps.slice(1));
+  await settle();
+  t.equal(events, 1, 'other replicas: a change');
+  t.same(asked, [undefined], 'every row read');
 });
 
 t.test('findWorkloadRecord answers as a scan of the records does', async (t) => {
