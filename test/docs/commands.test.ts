@@ -70,6 +70,8 @@ const FOREIGN: Record<string, string> = {
   unset: 'cpln workload update',
   replace: 'cpln edit',
   'all-gvcs': 'cpln workload get',
+  duration: 'npm run bench',
+  'trace-gc': 'node (V8\'s garbage-collection trace)',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
