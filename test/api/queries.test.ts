@@ -11,14 +11,11 @@
  */
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
+import type { Up } from '../../src/roles/up.js';
 import { PLATFORM_LOCATION_NAMES } from '../../src/config/platform-locations.js';
 import { fuzzyContains } from '../../src/config/location-query.js';
-import { silentLogger } from '../../src/log.js';
 import { tempDir } from '../mesh/fixtures.js';
-import { allPages, apiClient, isError } from '../helpers/api.js';
+import { allPages, apiClient, isError, upWithApi } from '../helpers/api.js';
 import { prng, testSeed } from '../helpers/seed.js';
 
 const SECRET_VALUE = 'TOPSECRET-q-7d21';
@@ -44,16 +41,7 @@ interface Named { name: string; gvc?: string; links: { rel: string; href: string
 
 t.test('queries and the other kinds', async (t) => {
   const dir = await tempDir(t, 'svcproxy-queries-');
-  const up: Up = await startUp({
-    settings: defaultSettings,
-    records: RECORDS,
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', pageSize: 3 },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const up: Up = await upWithApi(dir, { records: RECORDS }, { pageSize: 3 });
   t.teardown(() => up.stop(1000));
   const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();
   const call = apiClient(up.api.url!, key);

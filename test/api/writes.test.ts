@@ -12,11 +12,9 @@ import t from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { once } from 'node:events';
-import { startUp, type Up } from '../../src/roles/up.js';
-import { defaultSettings } from '../../src/config/index.js';
-import { silentLogger } from '../../src/log.js';
+import type { Up } from '../../src/roles/up.js';
+import { upWithApi } from '../helpers/api.js';
 import { tempDir } from '../mesh/fixtures.js';
 
 const RECORDS = [
@@ -34,16 +32,7 @@ interface Reply { status: number; headers: http.IncomingHttpHeaders; json: Recor
 
 t.test('writes over HTTP', async (t) => {
   const dir = await tempDir(t, 'svcproxy-writes-');
-  const up: Up = await startUp({
-    settings: defaultSettings,
-    records: RECORDS,
-    listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', bodyTimeoutMs: 300 },
-    logger: silentLogger(),
-    watch: false,
-    stateDir: join(dir, 'state'),
-    limits: { maxEventLoopDelayMs: 0 },
-  });
+  const up: Up = await upWithApi(dir, { records: RECORDS }, { bodyTimeoutMs: 300 });
   t.teardown(() => up.stop(1000));
   const key = (await readFile(up.operatorKeyFile, 'utf8')).trim();
   const api = new URL(up.api.url!);

@@ -71,19 +71,28 @@ export async function allPages(call: Call, first: Reply): Promise<Record<string,
 }
 
 /**
- * `up` on the records of `file`, its state in `DIR/state` and its API on a free port (`pageSize`
- * items a page when given); no file watching, and no overload shedding (a loaded machine must not
- * answer a test's request 503).
+ * `up` on `records` (given, or the records of files), its state in `DIR/state` and its API on a free
+ * port with `api`'s other options; no file watching, and no overload shedding (a loaded machine must
+ * not answer a test's request 503).
  */
-export function upOnFile(dir: string, file: string, pageSize?: number): Promise<Up> {
+export function upWithApi(
+  dir: string,
+  records: { readonly records: Record<string, unknown>[] } | { readonly configPaths: string[] },
+  api: { readonly pageSize?: number; readonly bodyTimeoutMs?: number } = {},
+): Promise<Up> {
   return startUp({
     settings: defaultSettings,
-    configPaths: [file],
+    ...records,
     listen: ['127.0.0.1:0'],
-    api: { address: '127.0.0.1:0', ...(pageSize === undefined ? {} : { pageSize }) },
+    api: { address: '127.0.0.1:0', ...api },
     logger: silentLogger(),
     watch: false,
     stateDir: join(dir, 'state'),
     limits: { maxEventLoopDelayMs: 0 },
   });
+}
+
+/** `upWithApi` on the records of `file` (`pageSize` items a page when given). */
+export function upOnFile(dir: string, file: string, pageSize?: number): Promise<Up> {
+  return upWithApi(dir, { configPaths: [file] }, pageSize === undefined ? {} : { pageSize });
 }
