@@ -3,7 +3,13 @@
  * does not move with the machine's load, so two builds can be compared on a noisy machine.
  *
  *   npm run build && npx tsc -p bench/tsconfig.json
- *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000]
+ *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000] [--h2] [--tagged]
+ *
+ * `--h2`: the clients speak h2c (prior knowledge), 10 connections × 10 concurrent streams, as the
+ * HTTP/2 table's load (the sidecar's HTTP/2 listener path: the same session and stream handling as
+ * the ingress's); without it, HTTP/1.1 over 50 connections. `--tagged`: the sidecar of the workload
+ * with ext auth (gRPC) and rate limiting (`guarded`, the pairs' tagged row), its auth server and
+ * rate-limit service started beside it, unmeasured.
  *
  * Each `--root` (a checkout with dist/ built; default: this one) runs a sidecar under
  * `valgrind --tool=cachegrind --cache-sim=no`, with V8's background threads off (`--single-threaded`,
@@ -28,11 +34,15 @@ const { values: flags } = parseArgs({
     root: { type: 'string', multiple: true },
     warmup: { type: 'string', default: '5000' },
     requests: { type: 'string', default: '15000' },
+    h2: { type: 'boolean', default: false },
+    tagged: { type: 'boolean', default: false },
   },
 });
 const roots = (flags.root ?? [ROOT]).map((r) => path.resolve(r));
 const warmup = Number(flags.warmup);
 const requests = Number(flags.requests);
+const workload = flags.tagged ? 'guarded' : 'plain';
+const client = flags.h2 ? ['-c', '10', '-m', '10'] : ['--h1', '-c', '50'];
 for (const tool of ['valgrind', 'h2load']) {
   if (!commandExists(tool)) {
     process.stderr.write(`${tool} is needed (apt-get install -y ${tool === 'h2load' ? 'nghttp2-client' : tool})\n`);
@@ -46,7 +56,7 @@ async function count(root: string, records: string, app: string, n: number): Pro
   const args = [
     '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
     process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), 'sidecar',
-    ...sidecarArgs([records], 'plain', app, GVC),
+    ...sidecarArgs([records], workload, app, GVC),
     '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0',
   ];
   const child = spawn('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -55,7 +65,7 @@ async function count(root: string, records: string, app: string, n: number): Pro
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitUntil(async () => (await httpRequest(admin!, { path: '/ready', timeoutMs: 5000 })).status === 200, 180_000, `${root} under valgrind /ready`);
-    const load = await runCommand('h2load', ['--h1', '-n', String(n), '-c', '50', `http://127.0.0.1:${port}/`], { timeoutMs: 1_800_000 });
+    const load = await runCommand('h2load', [...client, '-n', String(n), `http://127.0.0.1:${port}/`], { timeoutMs: 1_800_000 });
     const done = /(\d+) succeeded/.exec(load.stdout);
     if (Number(done?.[1]) !== n) throw new Error(`h2load: not every request succeeded:\n${load.stdout.slice(-600)}`);
   } finally {
@@ -72,6 +82,7 @@ const fleet = await Fleet.create(work, {}, 10);
 try {
   const up = await fleet.get('up-http');
   const app = `127.0.0.1:${up.port}`;
+  if (flags.tagged) await Promise.all([fleet.get('authz'), fleet.get('ratelimit')]);
   const rows = await Promise.all(
     roots.map(async (root) => {
       const before = await count(root, fleet.config.records, app, warmup);
@@ -79,7 +90,8 @@ try {
       return { root, perRequest: Math.round((after - before) / requests) };
     }),
   );
-  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request  ${r.root}\n`);
+  const what = `${flags.tagged ? 'ext auth + rate limit' : 'untagged'} sidecar, ${flags.h2 ? 'h2c' : 'HTTP/1.1'}`;
+  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request (${what})  ${r.root}\n`);
 } finally {
   await fleet.stopAll();
   rmSync(work, { recursive: true, force: true });

@@ -11,9 +11,9 @@ export function h2Section(tools: Record<string, string | undefined>): SectionSpe
     id: 'h2',
     duration: opts.shortDuration,
     title: 'HTTP/2 (h2c, prior knowledge)',
-    description: `h2load, 1 thread, ${opts.h2Clients} connections × ${opts.h2Streams} concurrent streams, GET of a 2-byte answer. Proxies speak h2c to the client and HTTP/1.1 keep-alive to the upstream unless the row says otherwise. Percentiles from h2load's per-request log. http-proxy-3 and @fastify/http-proxy do not serve h2c, so the reference is the direct h2c upstream.`,
+    description: `h2load, 1 thread, ${opts.h2Clients} connections × ${opts.h2Streams} concurrent streams, GET of a 2-byte answer. Proxies speak h2c to the client and HTTP/1.1 keep-alive to the upstream unless the row says otherwise. Percentiles from h2load's per-request log. http-proxy-3 and @fastify/http-proxy do not serve h2c. The runtime's floor here is the direct h2c upstream (Node's own http2 server answering; a byte relay has no HTTP/2 twin: it would pass the client's h2c through to an HTTP/1.1 app). nginx keeps its connections for 10^6 requests (keepalive_requests, which governs HTTP/2 connections too since nginx 1.19.7, replacing http2_max_requests), so it does not close every 1,000 requests.`,
     unit: 'req/s',
-    refs: [{ key: 'direct', label: 'direct h2c' }],
+    refs: [{ key: 'direct', label: 'direct h2c' }, { key: 'nginx', label: 'nginx' }],
     rows: [
       { key: 'direct', name: 'direct h2c upstream (Node http2)', direct: true, proxy: [], deps: ['up-h2c'], target: (f) => ({ port: f.ports['up-h2c'] }) },
       { key: 'nginx', name: 'nginx, listen … http2 → HTTP/1.1 upstream', proxy: ['nginx'], target: (f) => ({ port: f.ports['nginx-h2'] }), ...missing('nginx') },
