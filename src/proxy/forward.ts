@@ -16,6 +16,7 @@ import type { Exchange } from './exchange.js';
 import { applyHeaderOps, downstreamResponseHeaders } from './headers.js';
 import type { FailureKind } from '../retry/policy.js';
 import { bodyCut, hasBody } from '../filter/index.js';
+import { respondHttp2 } from './respond-http2.js';
 
 const { HTTP2_HEADER_STATUS } = http2.constants;
 
@@ -57,13 +58,22 @@ function mergeHeaders(base: OutgoingHttpHeaders, ...extra: (OutgoingHttpHeaders 
   return base;
 }
 
-/** Apply the answer's status and headers downstream. */
-function writeHead(exchange: Exchange, status: number, headers: OutgoingHttpHeaders, hooks: ForwardHooks): void {
+/**
+ * Apply the answer's status and headers downstream. `headers` are the upstream's (lower-case tokens,
+ * checked by the parser that read them). `trailers`: the answer may still end with trailers.
+ */
+function writeHead(exchange: Exchange, status: number, headers: OutgoingHttpHeaders, hooks: ForwardHooks, trailers: boolean): void {
   exchange.status = status;
   exchange.upstreamHeadersAt = performance.now();
-  mergeHeaders(headers, exchange.responseHeaders, hooks.responseHeaders(exchange));
-  if (exchange.responseHeaderOps) applyHeaderOps(headers, exchange.responseHeaderOps);
-  exchange.res.writeHead(status, headers as Record<string, string>);
+  const added = exchange.responseHeaders;
+  const debug = hooks.responseHeaders(exchange);
+  mergeHeaders(headers, added, debug);
+  const ops = exchange.responseHeaderOps;
+  if (ops) applyHeaderOps(headers, ops);
+  const res = exchange.res;
+  const stream = (res as Http2ServerResponse).stream;
+  if (stream === undefined) res.writeHead(status, headers as Record<string, string>);
+  else respondHttp2(res as Http2ServerResponse, stream, status, headers, trailers, added !== undefined || debug !== undefined || ops !== undefined);
 }
 
 function failBeforeHeaders(exchange: Exchange, err: Error, hooks: ForwardHooks, rstCode?: number): void {
@@ -112,7 +122,8 @@ class ResponseHandler implements UpstreamHandler {
       controller.abort(new RetryScheduled());
       return;
     }
-    writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks);
+    // Only a chunked body can end with trailers.
+    writeHead(this.exchange, statusCode, downstreamResponseHeaders(headers), this.hooks, headers['transfer-encoding'] !== undefined);
   }
 
   onResponseData(controller: UpstreamController, chunk: Buffer, last: boolean): void {
@@ -250,7 +261,7 @@ export function forwardHttp2(
       exchange.finish();
       return;
     }
-    writeHead(exchange, status, out, hooks);
+    writeHead(exchange, status, out, hooks, true);
     // The body is read only now: Node emits 'response' on the next tick, so DATA that came in the
     // same read as the HEADERS would otherwise flow out first (an implicit head, then a second one).
     stream.on('data', onData);
