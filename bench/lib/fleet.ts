@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canConnect, commandExists, freePorts, httpRequest, spawnProc, waitUntil, type Proc } from './proc.js';
-import { startHaproxy, startNginx } from './peers.js';
+import { startCaddy, startHaproxy, startNginx } from './peers.js';
 import { CALLER, MESHED, internalHost, issueMeshFiles, meshArgs, writeMeshConfig, type MeshConfig } from './mesh.js';
 import {
   ALS_GVC, APP_ROOT, GVC, TRACED_GVC, hostOf, ingressArgs, launchSvc, scaleName, sidecarArgs, waitReady, writeMainConfig, writeScaleConfig,
@@ -35,7 +35,7 @@ export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp'
 
 const PORT_NAMES = [
   'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'als', 'als-stats', 'ratelimit', 'ratelimit-admin',
-  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'hp3', 'fastify', 'relay', 'relay-tls',
+  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'caddy', 'hp3', 'fastify', 'relay', 'relay-tls',
   'sc-plain', 'sc-plain-admin', 'sc-workers', 'sc-workers-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
   'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
   'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
@@ -230,6 +230,15 @@ export class Fleet {
         await this.listening(proc, ports.listen);
         await this.listening(proc, ports.listenH2);
         return { name, port: ports.listen, h2Port: ports.listenH2, procs: [proc] };
+      }
+      case 'caddy': {
+        if (!this.tools.caddy) throw new Error('caddy is not installed');
+        await this.get('up-http');
+        const dir = path.join(this.workDir, name);
+        mkdirSync(dir, { recursive: true });
+        const proc = startCaddy(dir, { listen: p.caddy, upstream: p['up-http'] }, this.logDir);
+        await this.listening(proc, p.caddy);
+        return { name, port: p.caddy, procs: [proc] };
       }
       case 'hp3':
       case 'fastify': {

@@ -1,7 +1,7 @@
 /**
  * The native peers and load tools from Debian: found with `command -v`, installed with apt-get when
  * missing and running as root, otherwise reported with the command that installs them (their rows
- * are skipped). nginx and HAProxy get their configuration written to a temporary folder.
+ * are skipped). nginx, HAProxy and Caddy get their configuration written to a temporary folder.
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +13,7 @@ export const TOOLS: Record<string, string> = {
   haproxy: 'haproxy',
   wrk: 'wrk',
   h2load: 'nghttp2-client',
+  caddy: 'caddy',
 };
 
 export interface ToolStatus {
@@ -53,6 +54,7 @@ export async function toolVersions(found: Record<string, string | undefined>): P
   if (found.haproxy) out.haproxy = first((await runCommand('haproxy', ['-v'])).stdout).replace(/ - https:.*$/, '');
   if (found.wrk) out.wrk = first((await runCommand('wrk', ['--version'])).stdout).replace(/ Copyright.*$/, '');
   if (found.h2load) out.h2load = first((await runCommand('h2load', ['--version'])).stdout);
+  if (found.caddy) out.caddy = first((await runCommand('caddy', ['version'])).stdout).replace(/ h1:.*$/, '');
   return out;
 }
 
@@ -162,4 +164,32 @@ backend be
 export function startHaproxy(dir: string, ports: NginxPorts, logDir: string): Proc {
   const file = haproxyConfig(dir, ports);
   return spawnProc('haproxy', 'haproxy', ['-db', '-f', file], { logDir });
+}
+
+/**
+ * Caddy's `reverse_proxy` (its defaults: upstream keep-alive, no access log) on one OS thread for Go
+ * code (GOMAXPROCS=1, as nginx and HAProxy get one worker), h1 and h2c on the same listener; no
+ * admin endpoint and no automatic HTTPS, its data folders inside `dir`.
+ */
+export function caddyConfig(dir: string, ports: { listen: number; upstream: number }): string {
+  const conf = `{
+  admin off
+  auto_https off
+  servers {
+    protocols h1 h2c
+  }
+}
+http://127.0.0.1:${ports.listen} {
+  reverse_proxy 127.0.0.1:${ports.upstream}
+}
+`;
+  const file = path.join(dir, 'Caddyfile');
+  writeFileSync(file, conf);
+  return file;
+}
+
+export function startCaddy(dir: string, ports: { listen: number; upstream: number }, logDir: string): Proc {
+  const file = caddyConfig(dir, ports);
+  const env = { ...process.env, GOMAXPROCS: '1', XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir, HOME: dir };
+  return spawnProc('caddy', 'caddy', ['run', '--config', file, '--adapter', 'caddyfile'], { logDir, env });
 }

@@ -257,13 +257,21 @@ export interface SvcLaunch {
   nodeFlags?: string[];
   /** `--log-level` (default warn: no access log). At info the access log goes to stdout: the log file. */
   logLevel?: string;
+  /** Keep the default load shedding (the memory section measures the program as it ships). */
+  shedding?: boolean;
 }
 
 export function launchSvc(opts: SvcLaunch): SvcProc {
   const proc = spawnProc(
     opts.name,
     process.execPath,
-    [...(opts.nodeFlags ?? []), CLI, opts.role, ...opts.args, '--listen', `127.0.0.1:${opts.port}`, '--admin', `127.0.0.1:${opts.adminPort}`, '--log-level', opts.logLevel ?? 'warn'],
+    [
+      ...(opts.nodeFlags ?? []), CLI, opts.role, ...opts.args, '--listen', `127.0.0.1:${opts.port}`, '--admin', `127.0.0.1:${opts.adminPort}`, '--log-level', opts.logLevel ?? 'warn',
+      // No load shedding: the rows measure how fast a proxy goes at saturation, as nginx's and the
+      // others' do; on a machine shared with other work the event loop can lag past the default
+      // 250 ms and answer 503 `overloaded`, which voids the row (bench/README.md).
+      ...(opts.role === 'ratelimit' || opts.shedding ? [] : ['--max-event-loop-delay', '0']),
+    ],
     { logDir: opts.logDir, cwd: ROOT },
   );
   return { proc, port: opts.port, adminPort: opts.adminPort };

@@ -13,10 +13,12 @@ export function httpRows(tools: Record<string, string | undefined>): BenchRow[] 
   const missing = (tool: string): string | undefined => (tools[tool] ? undefined : `${tool} not installed`);
   const nginx = missing('nginx');
   const haproxy = missing('haproxy');
+  const caddy = missing('caddy');
   return [
     { key: 'direct', name: 'direct (no proxy)', direct: true, proxy: [], deps: ['up-http'], target: (f) => ({ port: f.ports['up-http'] }) },
     { key: 'nginx', name: 'nginx, 1 worker, upstream keep-alive', proxy: ['nginx'], target: (f) => ({ port: f.ports.nginx }), ...(nginx ? { skip: nginx } : {}) },
     { key: 'haproxy', name: 'HAProxy, nbthread 1, http-reuse always', proxy: ['haproxy'], target: (f) => ({ port: f.ports.haproxy }), ...(haproxy ? { skip: haproxy } : {}) },
+    { key: 'caddy', name: 'Caddy, GOMAXPROCS=1, reverse_proxy', proxy: ['caddy'], target: (f) => ({ port: f.ports.caddy }), ...(caddy ? { skip: caddy } : {}) },
     { key: 'hp3', name: 'http-proxy-3 1.23, keep-alive agent', proxy: ['hp3'], target: (f) => ({ port: f.ports.hp3 }) },
     { key: 'fastify', name: '@fastify/http-proxy 11 (fastify 5)', proxy: ['fastify'], target: (f) => ({ port: f.ports.fastify }) },
     { key: 'relay', name: 'Node byte relay (net, one upstream connection per client, pipe both ways)', proxy: ['relay'], target: (f) => ({ port: f.ports.relay }) },

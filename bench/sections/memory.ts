@@ -54,7 +54,7 @@ export async function runMemory(fleet: Fleet): Promise<MemoryResult> {
     const ports = await freePorts(2 * n);
     const sidecars = Array.from({ length: n }, (_, i) => launchSvc({
       name: `memory-sidecar-${i}`, role: 'sidecar', args: sidecarArgs([fleet.config.records], 'plain', `127.0.0.1:${up.port}`),
-      port: ports[2 * i]!, adminPort: ports[2 * i + 1]!, logDir: fleet.logDir,
+      port: ports[2 * i]!, adminPort: ports[2 * i + 1]!, logDir: fleet.logDir, shedding: true,
     }));
     procs.push(...sidecars.map((s) => s.proc));
     const bare = Array.from({ length: n }, (_, i) => spawnProc(`memory-node-${i}`, process.execPath, ['-e', 'setInterval(() => {}, 1e6)'], { logDir: fleet.logDir }));

@@ -78,6 +78,16 @@ export function badness(load: Load): string | undefined {
 }
 
 /**
+ * A run whose proxy processes spent no CPU on a thousand requests or more was answered by some other
+ * process: the port was taken by another program after the bench chose it (on a machine shared with
+ * other work), and the row's proxy could not listen. Such a run measures nothing of the row.
+ */
+export function answeredElsewhere(load: Load, cpuSeconds: number | undefined): string | undefined {
+  if (cpuSeconds === undefined || cpuSeconds > 0 || load.requests < 1000) return undefined;
+  return `its processes used no CPU for ${load.requests} requests: the port is answered by another process`;
+}
+
+/**
  * Wait for the machine to be quiet before a run. When the last wait ran out (other processes keep
  * the machine busy), the next waits are short, so a busy machine does not stretch the bench by
  * minutes; one quiet reading restores the full wait.
@@ -161,7 +171,7 @@ export async function runSection(fleet: Fleet, spec: SectionSpec): Promise<Secti
           ...(pids.length ? { cpuSeconds: (cpu1 - cpu0) / CLK_TCK, rssPeak: peak } : {}),
           ...(sidePids.length ? { sideCpuSeconds: (side1 - side0) / CLK_TCK } : {}),
         };
-        const bad = badness(load);
+        const bad = badness(load) ?? answeredElsewhere(load, result.cpuSeconds);
         if (bad) result.invalid = bad;
         else if (load.non2xx + load.errors > 0) result.note = `${load.non2xx} non-2xx, ${load.errors} errors in some round`;
       } catch (err) {
