@@ -72,6 +72,10 @@ const FOREIGN: Record<string, string> = {
   'all-gvcs': 'cpln workload get',
   duration: 'npm run bench',
   'trace-gc': 'node (V8\'s garbage-collection trace)',
+  'cpu-prof': 'node (V8\'s CPU profile)',
+  'cpu-prof-interval': 'node (V8\'s CPU profile)',
+  h2: 'node bench/dist/instructions.js',
+  tagged: 'node bench/dist/instructions.js',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
