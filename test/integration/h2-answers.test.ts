@@ -1,7 +1,8 @@
 /**
  * An HTTP/1.1 upstream's answers to HTTP/2 clients, frame by frame: the head goes out with the
  * stream's own `respond()` (src/proxy/respond-http2.ts), so an answer that cannot have trailers ends
- * with its last DATA frame (no empty one after it), a chunked answer still ends, bodiless answers are one HEADERS frame, and fields the proxy adds with names Node's compat
+ * with its last DATA frame (no empty one after it), a chunked answer's trailers still reach the
+ * client, bodiless answers are one HEADERS frame, and fields the proxy adds with names Node's compat
  * layer would rewrite are sent by its rules. One plane for the file.
  */
 import t from 'tap';
@@ -19,6 +20,11 @@ const upstream = await startHttpServer(t, (req, res) => {
   if (req.url === '/small') {
     res.writeHead(200, { 'content-length': '2', 'x-app': 'small' });
     res.end('ok');
+  } else if (req.url === '/chunked-trailers') {
+    res.writeHead(200, { trailer: 'x-sum' });
+    res.write('a');
+    res.addTrailers({ 'x-sum': '2' });
+    res.end('b');
   } else if (req.url === '/chunked') {
     res.write('a');
     res.end('b');
@@ -84,9 +90,14 @@ t.test('headers and trailers over a Node client', async (t) => {
   t.equal(small.body, 'ok');
   t.equal(small.trailers, undefined);
 
+  const withTrailers = await h2get(session, '/chunked-trailers');
+  t.equal(withTrailers.body, 'ab');
+  t.equal(withTrailers.trailers?.['x-sum'], '2', "a chunked answer's trailers reach the client");
+
   // A chunked answer's stream waits for trailers (none here) and then ends.
   const chunked = await h2get(session, '/chunked');
   t.equal(chunked.body, 'ab', 'a chunked answer whole');
+  t.equal(chunked.trailers?.['x-sum'], undefined);
 });
 
 t.test("fields the proxy adds with names the compat layer rewrites go out by the compat layer's rules", async (t) => {
