@@ -76,6 +76,9 @@ const FOREIGN: Record<string, string> = {
   'cpu-prof-interval': 'node (V8\'s CPU profile)',
   h2: 'node bench/dist/instructions.js',
   tagged: 'node bench/dist/instructions.js',
+  bundle: 'esbuild',
+  splitting: 'esbuild',
+  minify: 'esbuild',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
