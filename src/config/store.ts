@@ -17,8 +17,9 @@
  * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
  *
  * `write()` changes one record while running (`up`'s platform API, DESIGN §13): the change is laid
- * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is,
- * and on success kept in the record state (record-state.ts) before it is put in force as a new
+ * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is
+ * (validation checks again only what changed since the last one and what reads it: validate.ts
+ * `ValidationMemo`), and on success kept in the record state (record-state.ts) before it is put in force as a new
  * generation; refused, nothing changes. Writes and reloads run one at a time, in order. Every record
  * in force carries its meta (`id`, `version`, `created`, `lastModified`: record-meta.ts), bumped when
  * its content changes, by a write or by an edited file. Per record the later change wins: a file
@@ -31,6 +32,7 @@ import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { asApplied } from './applied.js';
+import { ConvertedMemo } from './convert.js';
 import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
@@ -96,7 +98,7 @@ export class ConfigStore extends EventEmitter<Events> {
   private held: Held;
   private readonly state: RecordState;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Composed) {
+  private constructor(private readonly options: ConfigStoreOptions, first: Composed, private readonly memo: ConvertedMemo = new ConvertedMemo()) {
     super();
     this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
@@ -113,7 +115,8 @@ export class ConfigStore extends EventEmitter<Events> {
     }
     const read = await readBase(options);
     if (!read.ok) throw new ConfigError(read.errors, read.warnings);
-    const result = await composeAndCompile({ ...options, state }, read, overlay, meta, 1);
+    const memo = new ConvertedMemo();
+    const result = await composeAndCompile({ ...options, state }, memo, read, overlay, meta, 1);
     if (!result.ok) {
       // Changes made through the API that no longer fit the files: say where they are kept.
       const where = state.where;
@@ -122,7 +125,7 @@ export class ConfigStore extends EventEmitter<Events> {
         : [];
       throw new ConfigError([...result.errors, ...hint], result.warnings);
     }
-    const store = new ConfigStore({ ...options, state }, result);
+    const store = new ConfigStore({ ...options, state }, result, memo);
     await store.keep(result);
     store.logLoaded(result.snapshot);
     return store;
@@ -221,7 +224,7 @@ export class ConfigStore extends EventEmitter<Events> {
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
-    const result = refused(await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
+    const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
     if (!result.ok) return result;
     accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
@@ -235,7 +238,7 @@ export class ConfigStore extends EventEmitter<Events> {
     const { logger } = this.options;
     let result: Composed | (LoadResult & { ok: false });
     const read = await readBase(this.options);
-    result = read.ok ? await composeAndCompile(this.options, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
+    result = read.ok ? await composeAndCompile(this.options, this.memo, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
       const emptied = [...this.held.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
@@ -421,6 +424,8 @@ interface Composed {
 
 async function composeAndCompile(
   options: ConfigStoreOptions,
+  /** What the last validation found: a change is checked for what it changed (validate.ts). */
+  memo: ConvertedMemo,
   read: Read & { ok: true },
   overlay: ReadonlyMap<string, OverlayEntry>,
   meta: ReadonlyMap<string, RecordMeta>,
@@ -435,7 +440,7 @@ async function composeAndCompile(
     // Composing, validating and compiling 20,000 records are each a turn of the event loop of their
     // own: requests to the data plane are served between them.
     await setImmediate();
-    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, undefined, () => setImmediate());
+    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, { pause: () => setImmediate(), memo });
     if (!result.ok) return result;
     return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
   } catch (e) {
