@@ -37,7 +37,7 @@ import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { deepFreeze } from './frozen.js';
-import { baseHashes, compose, reconcile, stamp } from './overlay.js';
+import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
@@ -140,6 +140,7 @@ export class ConfigStore extends EventEmitter<Events> {
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
     return new ConfigStore({ settings: options.settings, logger: options.logger }, {
       ...result, perFile: new Map(), base: [], baseHash: new Map(), overlay: new Map(), meta: new Map(), dropped: [], changed: new Set(),
+      composed: [], positions: undefined, overlayInline: false,
     });
   }
 
@@ -224,12 +225,22 @@ export class ConfigStore extends EventEmitter<Events> {
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
-    const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
+    // The records in force with this key's changed, rather than all of them composed and stamped again.
+    const held = this.held;
+    const now = new Date(this.now()).toISOString();
+    const again = held.overlayInline ? recomposed({ records: held.composed, meta: held.meta }, held.positions ?? positionsOf(held.composed), basePositions(held.base), key, entry, base !== null, now, newId) : undefined;
+    const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, held.meta, this.snapshot.generation + 1, { newId, ...(again ? { recomposed: again } : {}) }), this.options);
     if (!result.ok) return result;
     accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
-    this.commit(result);
+    let byKey: Map<string, RawRecord> | undefined;
+    if (again !== undefined) {
+      byKey = new Map(held.byKey);
+      if (again.at === undefined) byKey.delete(key);
+      else byKey.set(key, result.snapshot.records[again.at]!);
+    }
+    this.commit(result, byKey);
     const record = this.held.byKey.get(key);
     return { ok: true, snapshot: result.snapshot, record, created: current === undefined && record !== undefined };
   }
@@ -291,8 +302,8 @@ export class ConfigStore extends EventEmitter<Events> {
     }
   }
 
-  private commit(result: Composed): void {
-    this.held = heldOf(result);
+  private commit(result: Composed, byKey?: ReadonlyMap<string, RawRecord>): void {
+    this.held = heldOf(result, byKey);
     this.apply(result.snapshot);
   }
 
@@ -406,6 +417,15 @@ function unchangedKept(read: Read & { ok: true }, held: Held): Read & { ok: true
   return { ...read, base };
 }
 
+/** `positionsOf` each list of base records (made at the first write after a reload, then kept). */
+const basePositionsKept = new WeakMap<readonly SourcedRecord[], ReadonlyMap<string, number>>();
+
+function basePositions(base: readonly SourcedRecord[]): ReadonlyMap<string, number> {
+  let known = basePositionsKept.get(base);
+  if (known === undefined) basePositionsKept.set(base, (known = positionsOf(base)));
+  return known;
+}
+
 /** A load or a write, composed and compiled: what `commit()` puts in force. */
 interface Composed {
   readonly ok: true;
@@ -420,6 +440,12 @@ interface Composed {
   readonly dropped: readonly string[];
   /** Keys whose meta is new, moved, or gone. */
   readonly changed: ReadonlySet<string>;
+  /** The records composed and stamped: what was validated and compiled (one to one with the snapshot's records). */
+  readonly composed: readonly SourcedRecord[];
+  /** `positionsOf(composed)` (overlay.ts), when known. */
+  readonly positions: ReadonlyMap<string, number> | undefined;
+  /** The API's records in `composed` are placed at `INLINE`, as a write places them. */
+  readonly overlayInline: boolean;
 }
 
 async function composeAndCompile(
@@ -430,19 +456,30 @@ async function composeAndCompile(
   overlay: ReadonlyMap<string, OverlayEntry>,
   meta: ReadonlyMap<string, RecordMeta>,
   generation: number,
-  /** A write: the id of a record it creates, and no place for the API's records in its findings (its answer). */
-  write?: { readonly newId: (key: string) => string | undefined },
+  /**
+   * A write: the id of a record it creates, and no place for the API's records in its findings (its
+   * answer); `recomposed`, the records composed and stamped already from those in force (overlay.ts).
+   */
+  write?: { readonly newId: (key: string) => string | undefined; readonly recomposed?: Recomposed },
 ): Promise<Composed | (LoadResult & { ok: false })> {
   try {
-    const { kept, dropped } = reconcile(read.baseHash, overlay);
-    const now = new Date((options.now ?? Date.now)()).toISOString();
-    const stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
+    let stamped: Stamped & { readonly positions?: ReadonlyMap<string, number> | undefined } | undefined = write?.recomposed;
+    let kept: ReadonlyMap<string, OverlayEntry> = overlay;
+    let dropped: string[] = [];
+    if (stamped === undefined) {
+      ({ kept, dropped } = reconcile(read.baseHash, overlay));
+      const now = new Date((options.now ?? Date.now)()).toISOString();
+      stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
+    }
     // Composing, validating and compiling 20,000 records are each a turn of the event loop of their
     // own: requests to the data plane are served between them.
     await setImmediate();
     const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, { pause: () => setImmediate(), memo });
     if (!result.ok) return result;
-    return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
+    return {
+      ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed,
+      composed: stamped.records, positions: stamped.positions, overlayInline: write !== undefined || options.state?.where === undefined,
+    };
   } catch (e) {
     return { ok: false, errors: [`configuration: internal error: ${(e as Error).message}`], warnings: [] };
   }
@@ -472,10 +509,18 @@ interface Held {
   readonly meta: ReadonlyMap<string, RecordMeta>;
   /** Every record in force (with its meta), by key. */
   readonly byKey: ReadonlyMap<string, RawRecord>;
+  /** What the records in force were composed of, for a write to change at its key alone (Composed). */
+  readonly composed: readonly SourcedRecord[];
+  readonly positions: ReadonlyMap<string, number> | undefined;
+  readonly overlayInline: boolean;
 }
 
-function heldOf(c: Composed): Held {
-  return { perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey: byKeyOf(c.snapshot) };
+/** What `commit()` keeps of `c`; `byKey`, when given, is the records in force by key already. */
+function heldOf(c: Composed, byKey: ReadonlyMap<string, RawRecord> = byKeyOf(c.snapshot)): Held {
+  return {
+    perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey,
+    composed: c.composed, positions: c.positions, overlayInline: c.overlayInline,
+  };
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */
