@@ -12,12 +12,13 @@
  *
  * A `ValidationMemo` makes the next validation of a set that changed in a few records check only
  * those and the records whose checks read them (`reusable`); the others' findings are taken from the
- * memo. The index, the duplicates and the aliases are made again every time; the result is what a
+ * memo, and the index is made from the last one where the change allows (catalog.ts `catalogAfter`);
+ * the duplicates and the aliases are found again every time; the result is what a
  * whole-set validation says (test/config/incremental-validate.test.ts holds the two together).
  */
 import type { Settings } from './model.js';
 import { gvcAlias } from './alias.js';
-import { buildCatalog, recordKey as catalogKey, type Catalog } from './catalog.js';
+import { buildCatalog, catalogAfter, recordKey as catalogKey, type BuiltCatalog, type Catalog } from './catalog.js';
 import { PLATFORM_KINDS, READ_KINDS, isReadKind, recordLabel, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { findingReporter, findingText, placeOf, type Finding } from './findings.js';
 import { str, type Check, type Report } from './schema.js';
@@ -148,16 +149,23 @@ const NOTHING: RecordFindings = Object.freeze({ errors: [], warnings: [], conver
  */
 export class ValidationMemo {
   records: ReadonlyMap<SourcedRecord, RecordFindings> = new Map();
-  catalog: Catalog | undefined;
+  /** The index of the records validated last (catalog.ts `catalogAfter` makes the next one from it). */
+  built: BuiltCatalog | undefined;
+  get catalog(): Catalog | undefined {
+    return this.built?.catalog;
+  }
   settings: Settings | undefined;
   converting = false;
 }
 
+/** The same keys in the same order (messages list them: "the records define 3 gvcs: g1, g2, g3"), with the same values. */
 function sameEntries<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>, same: (x: V, y: V) => boolean = (x, y) => x === y): boolean {
+  if (a === b) return true;
   if (a.size !== b.size) return false;
+  const before = a.entries();
   for (const [key, value] of b) {
-    const before = a.get(key);
-    if (before === undefined || !same(before, value)) return false;
+    const [k, v] = before.next().value as [string, V];
+    if (k !== key || !same(v, value)) return false;
   }
   return true;
 }
@@ -227,7 +235,8 @@ export function validate(
 ): ValidationResult {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
-  const { catalog, duplicates } = buildCatalog(records);
+  const built = memo === undefined ? { records, ...buildCatalog(records) } : catalogAfter(memo.built, records);
+  const { catalog, duplicates } = built;
   const converting = convert !== undefined;
   const reuse = memo === undefined ? undefined : reusable(memo, catalog, settings, converting);
   const found = memo === undefined ? undefined : new Map<SourcedRecord, RecordFindings>();
@@ -242,7 +251,7 @@ export function validate(
   }
   if (memo !== undefined) {
     memo.records = found!;
-    memo.catalog = catalog;
+    memo.built = built;
     memo.settings = settings;
     memo.converting = converting;
   }

@@ -2,8 +2,9 @@
  * Validation with a memo (src/config/validate.ts `ValidationMemo`, convert.ts `ConvertedMemo`) checks
  * again only the records a change touched and those whose checks read them: after every generated
  * change (workloads, deployments, GVCs, domains, locations, the org, quotas, the settings; valid and
- * invalid, duplicates and conversions among them) it says exactly what a whole-set validation of the
- * same records says, and it keeps the findings of the records a workload's change did not touch.
+ * invalid, duplicates, conversions and records moved among them) it says exactly what a whole-set
+ * validation of the same records says, with the same index (catalog.ts `catalogAfter`), and it keeps
+ * the findings of the records a workload's change did not touch.
  */
 import t from 'tap';
 import { ConvertedMemo, validateConverted } from '../../src/config/convert.js';
@@ -11,6 +12,7 @@ import type { Settings } from '../../src/config/model.js';
 import type { RawRecord, SourcedRecord } from '../../src/config/records.js';
 import { defaultSettings } from '../../src/config/snapshot.js';
 import type { ValidationResult } from '../../src/config/validate.js';
+import type { Catalog } from '../../src/config/catalog.js';
 import { prng, testSeed } from '../helpers/seed.js';
 
 const GVCS = ['g1', 'g2', 'g3'];
@@ -101,10 +103,10 @@ t.test('generated changes: a validation with a memo says what a whole-set valida
 
   let workloadSteps = 0;
   let kept = 0;
-  for (let step = 0; step < 300; step++) {
+  for (let step = 0; step < 500; step++) {
     const previous = memo.read.records;
     const locationsBefore = [...(memo.read.catalog?.locations.keys() ?? [])].join();
-    const op = Math.floor(random() * 20);
+    const op = Math.floor(random() * 23);
     const at = (kind: string): number[] => records.flatMap((s, i) => (s.record.kind === kind ? [i] : []));
     const replace = (i: number, record: RawRecord | undefined): void => {
       records = [...records];
@@ -113,6 +115,15 @@ t.test('generated changes: a validation with a memo says what a whole-set valida
     };
     let what: string;
     let workloadOnly = false;
+    if (random() < 0.3) {
+      // The later records of a key removed: duplicates come and go (an index with any is built in full).
+      const seen = new Set<string>();
+      const unique = records.filter((s) => {
+        const key = `${String(s.record.kind)}/${String(s.record.gvc ?? '')}/${String(s.record.name).toLowerCase()}`;
+        return seen.has(key) ? false : (seen.add(key), true);
+      });
+      if (unique.length < records.length) records = unique;
+    }
     if (op < 8) {
       // A workload changed, added (a new name or a duplicate) or deleted.
       const list = at('workload');
@@ -122,7 +133,7 @@ t.test('generated changes: a validation with a memo says what a whole-set valida
       const kind = pick(['change', 'change', 'add', 'delete']);
       if (kind === 'change' && i !== undefined) replace(i, workload(String(records[i]!.record.name), g, pick));
       else if (kind === 'delete' && i !== undefined && list.length > 3) replace(i, undefined);
-      else records = [...records, sourced(workload(name, g, pick))];
+      else records = [...records, sourced(workload(random() < 0.2 ? name : `x${step}`, g, pick))];
       what = `workload ${kind} (${name})`;
       workloadOnly = true;
     } else if (op < 11) {
@@ -158,6 +169,15 @@ t.test('generated changes: a validation with a memo says what a whole-set valida
       const i = pick(at('quota'));
       if (i !== undefined) replace(i, { kind: 'quota', name: 'workloads-per-gvc', max: pick([10, -1, '5']), dimensions: { gvcLink: `//gvc/${pick([...GVCS, 'g9'])}` } });
       what = 'quota';
+    } else if (op >= 19 && op < 22) {
+      // A workload put in the middle, or two records swapped: the index's order is the records'.
+      records = [...records];
+      if (random() < 0.5) records.splice(Math.floor(random() * records.length), 0, sourced(workload(`m${step}`, pick(GVCS), pick)));
+      else {
+        const [i, j] = [Math.floor(random() * records.length), Math.floor(random() * records.length)];
+        [records[i], records[j]] = [records[j]!, records[i]!];
+      }
+      what = 'moved';
     } else if (op < 19) {
       settings = random() < 0.5 ? defaultSettings : { ...defaultSettings, vendor: pick(['svc', 'acme']) };
       what = `settings (vendor ${settings.vendor})`;
@@ -170,6 +190,8 @@ t.test('generated changes: a validation with a memo says what a whole-set valida
     const whole = validateConverted(records, settings);
     t.same(incremental.records.map((s) => s.record), whole.records.map((s) => s.record), `step ${step} (${what}): the same records as converted`);
     t.same(said(incremental.result, incremental.records), said(whole.result, whole.records), `step ${step} (${what}): the same findings`);
+    const index = (c: Catalog): unknown => Object.entries(c).map(([k, v]) => [k, v instanceof Map ? [...v] : v]);
+    t.same(index(incremental.result.catalog), index(whole.result.catalog), `step ${step} (${what}): the same index, in the same order`);
 
     if (workloadOnly && [...memo.read.catalog!.locations.keys()].join() === locationsBefore) {
       // Records no change touched keep what they were found to have: their findings are not made
