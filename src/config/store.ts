@@ -33,7 +33,7 @@ import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { asApplied } from './applied.js';
 import { ConvertedMemo } from './convert.js';
-import { readRecords } from './load.js';
+import { readRecords, type ReadCache } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { deepFreeze } from './frozen.js';
@@ -98,7 +98,13 @@ export class ConfigStore extends EventEmitter<Events> {
   private held: Held;
   private readonly state: RecordState;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Composed, private readonly memo: ConvertedMemo = new ConvertedMemo()) {
+  private constructor(
+    private readonly options: ConfigStoreOptions,
+    first: Composed,
+    private readonly memo: ConvertedMemo = new ConvertedMemo(),
+    /** What the files held when last read (load.ts): a reload parses only the files whose bytes changed. */
+    private readonly files: ReadCache = new Map(),
+  ) {
     super();
     this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
@@ -113,7 +119,8 @@ export class ConfigStore extends EventEmitter<Events> {
       if (entry.overlay) overlay.set(key, entry.overlay);
       if (entry.meta) meta.set(key, entry.meta);
     }
-    const read = await readBase(options);
+    const files: ReadCache = new Map();
+    const read = await readBase(options, files);
     if (!read.ok) throw new ConfigError(read.errors, read.warnings);
     const memo = new ConvertedMemo();
     const result = await composeAndCompile({ ...options, state }, memo, read, overlay, meta, 1);
@@ -125,7 +132,7 @@ export class ConfigStore extends EventEmitter<Events> {
         : [];
       throw new ConfigError([...result.errors, ...hint], result.warnings);
     }
-    const store = new ConfigStore({ ...options, state }, result, memo);
+    const store = new ConfigStore({ ...options, state }, result, memo, files);
     await store.keep(result);
     store.logLoaded(result.snapshot);
     return store;
@@ -248,7 +255,7 @@ export class ConfigStore extends EventEmitter<Events> {
   private async reloadNow(): Promise<boolean> {
     const { logger } = this.options;
     let result: Composed | (LoadResult & { ok: false });
-    const read = await readBase(this.options);
+    const read = await readBase(this.options, this.files);
     result = read.ok ? await composeAndCompile(this.options, this.memo, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
@@ -370,7 +377,7 @@ type Read =
  * The records of the files and `options.records`, each GVC-scoped one that names no GVC placed in the
  * default one (applied.ts) before it is keyed: the API and the record state know it in its GVC.
  */
-async function readBase(options: ConfigStoreOptions): Promise<Read> {
+async function readBase(options: ConfigStoreOptions, files?: ReadCache): Promise<Read> {
   const gvc = options.settings?.gvc;
   const inline = toSourced(options.records ?? []);
   try {
@@ -378,7 +385,7 @@ async function readBase(options: ConfigStoreOptions): Promise<Read> {
       const base = asApplied(inline, gvc);
       return { ok: true, base, perFile: new Map(), baseHash: baseHashes(base) };
     }
-    const read = await readRecords(options.paths);
+    const read = await readRecords(options.paths, files);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
