@@ -256,6 +256,8 @@ export class ConfigStore extends EventEmitter<Events> {
     const { logger } = this.options;
     let result: Composed | (LoadResult & { ok: false });
     const read = await readBase(this.options, this.files);
+    // Reading, hashing, composing, stamping, validating and compiling are turns of their own (see composeAndCompile).
+    await setImmediate();
     result = read.ok ? await composeAndCompile(this.options, this.memo, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
@@ -387,6 +389,8 @@ async function readBase(options: ConfigStoreOptions, files?: ReadCache): Promise
     }
     const read = await readRecords(options.paths, files);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
+    // The last file was parsed in this turn: hashing 20,000 records is the next one's.
+    await setImmediate();
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
     const base = asApplied([...read.records, ...inline], gvc);
@@ -476,10 +480,12 @@ async function composeAndCompile(
     if (stamped === undefined) {
       ({ kept, dropped } = reconcile(read.baseHash, overlay));
       const now = new Date((options.now ?? Date.now)()).toISOString();
-      stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
+      const composed = compose(read.base, kept, write ? undefined : options.state?.where);
+      await setImmediate();
+      stamped = stamp(composed, meta, now, write?.newId);
     }
-    // Composing, validating and compiling 20,000 records are each a turn of the event loop of their
-    // own: requests to the data plane are served between them.
+    // Composing, stamping, validating and compiling 20,000 records are each a turn of the event loop
+    // of their own: requests to the data plane are served between them.
     await setImmediate();
     const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, { pause: () => setImmediate(), memo });
     if (!result.ok) return result;
