@@ -14,10 +14,9 @@ import type { Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import type { Clock, Timer } from '../deps.js';
 import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
-import { workloadVersion } from './env.js';
 import { HEALTH_VALUES, loadingDeadlineMs, workloadHealth, type Health, type ReplicaFacts } from './health.js';
 import { notRunNotes, notRunReason } from './not-run.js';
-import { findWorkloadRecord, planReplicas } from './plan.js';
+import { findWorkloadRecord, plannedCount, versionOf } from './plan.js';
 import type { UpReplicaState } from './supervisor.js';
 
 export interface WorkloadStatus {
@@ -44,34 +43,27 @@ function recordVersion(snapshot: Snapshot, workload: WorkloadModel): number | nu
 }
 
 interface Planned {
-  /** Replicas `up` runs per workload and location (`pairKey`). */
-  readonly counts: ReadonlyMap<string, number>;
+  /** Replicas `up` runs of the workload in the location. */
+  count(workload: WorkloadModel, location: string): number;
   /** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */
   version(workload: WorkloadModel): number;
 }
 
-/** Per snapshot, made once: the rows are read every second and at every scrape. */
+/**
+ * Per snapshot, made once and filled as rows ask (a change reads the rows of the workloads it
+ * changed: planning all 10,000 for one took tens of ms); as planned by plan.ts.
+ */
 const plannedBySnapshot = new WeakMap<Snapshot, Planned>();
 
 function plannedOf(snapshot: Snapshot): Planned {
   let planned = plannedBySnapshot.get(snapshot);
   if (planned) return planned;
-  const counts = new Map<string, number>();
   const versions = new Map<string, number>();
-  for (const p of planReplicas(snapshot)) {
-    const key = pairKey(p.workload.key, p.location.name);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-    versions.set(p.workload.key, p.workloadVersion);
-  }
   planned = {
-    counts,
+    count: (workload, location) => plannedCount(snapshot, workload, location),
     version: (workload) => {
       let v = versions.get(workload.key);
-      if (v === undefined) {
-        const record = findWorkloadRecord(snapshot.records, workload);
-        v = workloadVersion(record ?? { key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
-        versions.set(workload.key, v);
-      }
+      if (v === undefined) versions.set(workload.key, (v = versionOf(snapshot, workload)));
       return v;
     },
   };
@@ -129,7 +121,7 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
     const health = workloadHealth({
       configured: workload !== undefined,
       suspended,
-      wanted: wanted !== undefined && runnable ? wanted.counts.get(pair) ?? 0 : undefined,
+      wanted: wanted !== undefined && runnable ? wanted.count(workload, location) : undefined,
       replicas: facts,
       nowMs,
       loadingDeadlineMs: loadingDeadlineMs(workload?.containers[0]?.readinessProbe),
