@@ -13,6 +13,7 @@ import { platformLocationRecord } from './platform-locations.js';
 import { objectAt, valueAt } from './schema.js';
 import { isReadKind, workloadGvc, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { canonicalHostName } from './values.js';
+import { replacedRun } from './runs.js';
 
 export interface Catalog {
   /** The first org record (only one is allowed). */
@@ -153,13 +154,7 @@ export function catalogAfter(before: BuiltCatalog | undefined, records: readonly
 
 function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[]): BuiltCatalog | undefined {
   if (before.duplicates.length > 0) return undefined;
-  const old = before.records;
-  let head = 0;
-  while (head < old.length && head < records.length && old[head] === records[head]) head++;
-  let tail = 0;
-  while (tail < old.length - head && tail < records.length - head && old[old.length - 1 - tail] === records[records.length - 1 - tail]) tail++;
-  const removed = old.slice(head, old.length - tail);
-  const added = records.slice(head, records.length - tail);
+  const { removed, added, tail } = replacedRun(before.records, records);
   if (removed.length + added.length > FEW) return undefined;
   if (removed.length + added.length === 0) return { ...before, records };
   const { catalog } = before;

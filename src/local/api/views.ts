@@ -12,6 +12,7 @@
 import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
 import { recordKey, stableId } from '../../config/record-meta.js';
+import { replacedRun } from '../../config/runs.js';
 
 export { stableId };
 
@@ -82,13 +83,7 @@ export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, 
  */
 function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<string, ReadonlyMap<string, RawRecord>> | undefined {
   if (before.duplicates) return undefined;
-  const old = before.records;
-  let head = 0;
-  while (head < old.length && head < records.length && old[head] === records[head]) head++;
-  let tail = 0;
-  while (tail < old.length - head && tail < records.length - head && old[old.length - 1 - tail] === records[records.length - 1 - tail]) tail++;
-  const removed = old.slice(head, old.length - tail);
-  const added = records.slice(head, records.length - tail);
+  const { removed, added, tail } = replacedRun(before.records, records);
   if (removed.length + added.length > FEW) return undefined;
   const byKind = new Map(before.byKind);
   const copied = new Map<string, Map<string, RawRecord>>();
