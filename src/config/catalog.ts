@@ -13,6 +13,7 @@ import { platformLocationRecord } from './platform-locations.js';
 import { objectAt, valueAt } from './schema.js';
 import { isReadKind, workloadGvc, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { canonicalHostName } from './values.js';
+import { replacedRun } from './runs.js';
 
 export interface Catalog {
   /** The first org record (only one is allowed). */
@@ -54,17 +55,26 @@ export function recordKey(kind: ReadKind, record: RawRecord): string | undefined
   }
 }
 
+function names(list: unknown, of: (item: unknown) => string | undefined): string[] {
+  return (Array.isArray(list) ? list : []).map(of).filter((n): n is string => n !== undefined);
+}
+
+/** The location names a workload (its local options) or a deployment (its replicas' locations) links. */
+function replicaLocations(kind: 'workload' | 'deployment', record: RawRecord): string[] {
+  return kind === 'workload'
+    ? names(objectAt(record, 'spec').localOptions, (o) => locationName(valueAt(o, 'location')))
+    : names(objectAt(record, 'status').locations, (l) => locationName(valueAt(l, 'name')));
+}
+
 /** Every location name a GVC, workload or deployment links (placement, location options, local options, replicas' locations). */
 function* linkedLocations(maps: Readonly<Record<ReadKind, Map<string, RawRecord>>>): Generator<string> {
-  const names = (list: unknown, of: (item: unknown) => string | undefined): string[] =>
-    (Array.isArray(list) ? list : []).map(of).filter((n): n is string => n !== undefined);
   for (const gvc of maps.gvc.values()) {
     const placement = objectAt(gvc, 'spec', 'staticPlacement');
     yield* names(placement.locationLinks, (l) => linkOfKind(l, 'location')?.name);
     yield* names(placement.locationOptions, (o) => linkOfKind(valueAt(o, 'locationLink'), 'location')?.name);
   }
-  for (const w of maps.workload.values()) yield* names(objectAt(w, 'spec').localOptions, (o) => locationName(valueAt(o, 'location')));
-  for (const d of maps.deployment.values()) yield* names(objectAt(d, 'status').locations, (l) => locationName(valueAt(l, 'name')));
+  for (const w of maps.workload.values()) yield* replicaLocations('workload', w);
+  for (const d of maps.deployment.values()) yield* replicaLocations('deployment', d);
 }
 
 /**
@@ -116,4 +126,87 @@ export function buildCatalog(records: readonly SourcedRecord[]): { catalog: Cata
     gvcLocations: placed,
   };
   return { catalog, duplicates };
+}
+
+/** An index with the records it was built of (what `catalogAfter` changes). */
+export interface BuiltCatalog {
+  readonly records: readonly SourcedRecord[];
+  readonly catalog: Catalog;
+  readonly duplicates: readonly Duplicate[];
+}
+
+/** Changes beyond this many records are indexed again in full. */
+const FEW = 64;
+
+/**
+ * The index of `records`, made from `before` (the index of the records before a change) when the
+ * change is a few workloads and deployments (and records of kinds the index leaves out) replaced,
+ * removed, or added after the others: their entries replaced, deleted or added (in the order a full
+ * build makes), everything else the same objects. Built in full when anything else changed, when
+ * there are duplicates, or when a changed record links a location no location record defines (the
+ * platform's locations the index adds depend on every record's links). Equal to
+ * `buildCatalog(records)` (test/config/incremental-validate.test.ts).
+ */
+export function catalogAfter(before: BuiltCatalog | undefined, records: readonly SourcedRecord[]): BuiltCatalog {
+  const built = before === undefined ? undefined : changedCatalog(before, records);
+  return built ?? { records, ...buildCatalog(records) };
+}
+
+function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[]): BuiltCatalog | undefined {
+  if (before.duplicates.length > 0) return undefined;
+  const { removed, added, tail } = replacedRun(before.records, records);
+  if (removed.length + added.length > FEW) return undefined;
+  if (removed.length + added.length === 0) return { ...before, records };
+  const { catalog } = before;
+  const maps = { workload: catalog.workloads, deployment: catalog.deployments };
+  const out = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
+  const gone = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
+  const keyed = (s: SourcedRecord): { kind: 'workload' | 'deployment'; key: string } | null | undefined => {
+    const kind = s.record.kind;
+    if (!isReadKind(kind)) return null;
+    if (kind !== 'workload' && kind !== 'deployment') return undefined;
+    const key = recordKey(kind, s.record);
+    if (key === undefined) return null;
+    // A location only the platform defines: the index's locations may change.
+    for (const name of replicaLocations(kind, s.record)) if (catalog.locations.get(name) === platformLocationRecord(name)) return undefined;
+    return { kind, key };
+  };
+  for (const s of removed) {
+    const k = keyed(s);
+    if (k === undefined) return undefined;
+    if (k === null) continue;
+    if (maps[k.kind].get(k.key) !== s.record || gone[k.kind].has(k.key)) return undefined;
+    gone[k.kind].set(k.key, s.record);
+  }
+  const put = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
+  // A full build orders the keys as the records come: a replaced key keeps its place only while the
+  // replaced keys come in the order they came, and a new key goes after the others, so only where
+  // the change is at the end of the records and after the replaced ones.
+  const order = { workload: [...gone.workload.keys()], deployment: [...gone.deployment.keys()] };
+  const replaced = { workload: 0, deployment: 0 };
+  const grown = { workload: false, deployment: false };
+  for (const s of added) {
+    const k = keyed(s);
+    if (k === undefined) return undefined;
+    if (k === null) continue;
+    if (put[k.kind].has(k.key)) return undefined;
+    if (gone[k.kind].has(k.key)) {
+      if (grown[k.kind] || order[k.kind][replaced[k.kind]++] !== k.key) return undefined;
+    } else {
+      if (maps[k.kind].has(k.key) || tail > 0) return undefined;
+      grown[k.kind] = true;
+    }
+    put[k.kind].set(k.key, s.record);
+  }
+  for (const kind of ['workload', 'deployment'] as const) {
+    if (gone[kind].size === 0 && put[kind].size === 0) {
+      out[kind] = maps[kind] as Map<string, RawRecord>;
+      continue;
+    }
+    const next = new Map(maps[kind]);
+    for (const key of gone[kind].keys()) if (!put[kind].has(key)) next.delete(key);
+    for (const [key, record] of put[kind]) next.set(key, record);
+    out[kind] = next;
+  }
+  return { records, duplicates: [], catalog: { ...catalog, workloads: out.workload, deployments: out.deployment } };
 }

@@ -2,21 +2,41 @@
  * What a new snapshot changed, read from the models' identity: compile.ts reuses the model of a
  * record that did not change (and of everything it was compiled from), so a model that is a new
  * object is a changed (or new) one. A file reload reads every record again: all are new then.
+ * Several listeners of one change ask the same: the answer for a pair of snapshots is made once
+ * (kept with the newer snapshot).
  */
 import type { Snapshot } from './model.js';
 
+interface Known {
+  readonly before: Snapshot;
+  workloads?: readonly string[];
+  withDeployments?: ReadonlySet<string>;
+}
+
+const known = new WeakMap<Snapshot, Known>();
+
+function knownFor(before: Snapshot, after: Snapshot): Known {
+  let k = known.get(after);
+  if (k === undefined || k.before !== before) known.set(after, (k = { before }));
+  return k;
+}
+
 /** Keys of the workloads `after` adds, changes or removes against `before`. */
-export function changedWorkloads(before: Snapshot, after: Snapshot): string[] {
+export function changedWorkloads(before: Snapshot, after: Snapshot): readonly string[] {
+  const k = knownFor(before, after);
+  if (k.workloads !== undefined) return k.workloads;
   const changed: string[] = [];
   for (const [key, workload] of after.workloads) if (before.workloads.get(key) !== workload) changed.push(key);
   for (const key of before.workloads.keys()) if (!after.workloads.has(key)) changed.push(key);
-  return changed;
+  return (k.workloads = Object.freeze(changed));
 }
 
 /** Keys of the workloads whose model or `deployment` replicas `after` adds, changes or removes against `before`. */
-export function changedWorkloadsOrDeployments(before: Snapshot, after: Snapshot): Set<string> {
+export function changedWorkloadsOrDeployments(before: Snapshot, after: Snapshot): ReadonlySet<string> {
+  const k = knownFor(before, after);
+  if (k.withDeployments !== undefined) return k.withDeployments;
   const changed = new Set(changedWorkloads(before, after));
   for (const [key, list] of after.deployments) if (before.deployments.get(key) !== list) changed.add(key);
   for (const key of before.deployments.keys()) if (!after.deployments.has(key)) changed.add(key);
-  return changed;
+  return (k.withDeployments = changed);
 }

@@ -14,7 +14,7 @@ import { parsePath } from './locate.js';
 import type { Settings } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
-import { validate, type ValidationResult } from './validate.js';
+import { ValidationMemo, validate, type ValidationResult } from './validate.js';
 
 type Conversion = readonly [at: string, value: number | boolean];
 
@@ -39,23 +39,30 @@ export function convertScalars(record: RawRecord, settings: Settings): { record:
   return { record: converted(record, found), converted: found.map(([at]) => at) };
 }
 
+/** The memos (validate.ts) of both validations `validateConverted` may make: the records as read, and as converted. */
+export class ConvertedMemo {
+  readonly read = new ValidationMemo();
+  readonly converted = new ValidationMemo();
+}
+
 /**
  * Validates `records` as the platform's API reads them: the records with their convertible strings
  * converted (those without any are the same objects; when none has one, the same list), and their
  * validation. A list with conversions is validated again as converted, so that every rule, the
- * cross-record ones included, judges the values compilation will read.
+ * cross-record ones included, judges the values compilation will read. `memo`, when given, makes
+ * each validation check only what changed since the last one given it (validate.ts).
  */
-export function validateConverted(records: readonly SourcedRecord[], settings: Settings): { records: readonly SourcedRecord[]; result: ValidationResult } {
+export function validateConverted(records: readonly SourcedRecord[], settings: Settings, memo?: ConvertedMemo): { records: readonly SourcedRecord[]; result: ValidationResult } {
   const found = new Map<SourcedRecord, Conversion[]>();
   const first = validate(records, settings, (sourced, at, value) => {
     let list = found.get(sourced);
     if (!list) found.set(sourced, (list = []));
     list.push([at, value]);
-  });
+  }, memo?.read);
   if (found.size === 0) return { records, result: first };
   const out = records.map((s) => {
     const list = found.get(s);
     return list === undefined ? s : { ...s, record: converted(s.record, list) };
   });
-  return { records: out, result: validate(out, settings) };
+  return { records: out, result: validate(out, settings, undefined, memo?.converted) };
 }

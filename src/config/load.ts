@@ -8,6 +8,7 @@
  * a document that is not a record `FILE: line L: ...` (`FILE: item N: ...` in JSON), all collected.
  * A parser's message never quotes the file (parser-message.ts): it may hold secrets.
  */
+import { createHash } from 'node:crypto';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { readYaml, type YamlLines } from '../yaml.js';
@@ -158,25 +159,46 @@ export async function filesOf(path: string): Promise<{ files: string[]; error?: 
   return { files };
 }
 
-/** Reads every record the paths hold, with every error met on the way, in path order. */
-export async function readRecords(paths: readonly string[]): Promise<ReadResult> {
+/**
+ * What a running process read of each file last: a digest of its bytes and what they parsed to. A
+ * file whose bytes did not change is not parsed again, and its records are the objects they were
+ * (frozen: what is made of them downstream, their hashes, models and tables, is kept by identity).
+ */
+export type ReadCache = Map<string, { readonly digest: string; readonly parsed: ReadResult }>;
+
+/**
+ * Reads every record the paths hold, with every error met on the way, in path order. `cache`, when
+ * given, holds what the last read found (and is brought up to date): the files whose bytes did not
+ * change are taken from it. Each file is read in a job of its own (the event loop turns between).
+ */
+export async function readRecords(paths: readonly string[], cache?: ReadCache): Promise<ReadResult> {
   const records: SourcedRecord[] = [];
   const errors: string[] = [];
+  const read = new Set<string>();
   for (const path of paths) {
     const { files, error } = await filesOf(path);
     if (error !== undefined) errors.push(error);
     for (const file of files) {
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = await readFile(file, 'utf8');
+        bytes = await readFile(file);
       } catch (e) {
         errors.push(`${file}: ${reason(e)}`);
         continue;
       }
-      const parsed = parseRecords(text, file);
-      records.push(...parsed.records);
+      let parsed: ReadResult;
+      if (cache === undefined) parsed = parseRecords(bytes.toString('utf8'), file);
+      else {
+        read.add(file);
+        const digest = createHash('sha256').update(bytes).digest('base64');
+        const known = cache.get(file);
+        if (known !== undefined && known.digest === digest) parsed = known.parsed;
+        else cache.set(file, { digest, parsed: (parsed = parseRecords(bytes.toString('utf8'), file)) });
+      }
+      for (const r of parsed.records) records.push(r);
       errors.push(...parsed.errors);
     }
   }
+  if (cache !== undefined) for (const file of cache.keys()) if (!read.has(file)) cache.delete(file);
   return { records, errors };
 }

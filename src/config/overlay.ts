@@ -112,3 +112,64 @@ export function stamp(records: readonly SourcedRecord[], previous: ReadonlyMap<s
   for (const key of previous.keys()) if (!meta.has(key)) changed.add(key);
   return { records: out, meta, changed };
 }
+
+/** Where each key's record is in a composed list; -1 for a key that has several. */
+export function positionsOf(records: readonly SourcedRecord[]): Map<string, number> {
+  const out = new Map<string, number>();
+  records.forEach((s, i) => {
+    const key = recordKey(s.record);
+    if (key !== undefined) out.set(key, out.has(key) ? -1 : i);
+  });
+  return out;
+}
+
+/** A composed and stamped list with where each key's record is in it. */
+export interface Recomposed extends Stamped {
+  /** `positionsOf(records)`, when it was kept or made along. */
+  readonly positions: ReadonlyMap<string, number> | undefined;
+  /** Where the record of the key changed is in `records`; undefined when it was removed. */
+  readonly at: number | undefined;
+}
+
+/**
+ * What `stamp(compose(base, overlay))` makes (with the overlay's records placed as a write's, at
+ * `INLINE`) when the overlay differs at `key` alone, from what it made of the overlay before
+ * (`previous`, its `positions`): the record of `key` replaced, removed, or added after the others,
+ * and every other record and its meta as they were. Undefined where that is not what a composition
+ * does: the key has several records (in force or in the files: the API's record takes the first's
+ * place), or none while the files have one (an API deletion of a file's record written again goes
+ * back to that record's place).
+ */
+export function recomposed(
+  previous: { readonly records: readonly SourcedRecord[]; readonly meta: ReadonlyMap<string, RecordMeta> },
+  positions: ReadonlyMap<string, number>,
+  /** `positionsOf` the base records. */
+  basePositions: ReadonlyMap<string, number>,
+  key: string,
+  entry: OverlayEntry | undefined,
+  inBase: boolean,
+  now: string,
+  newId?: (key: string) => string | undefined,
+): Recomposed | undefined {
+  const at = positions.get(key);
+  if (at === -1 || basePositions.get(key) === -1 || (at === undefined && inBase)) return undefined;
+  const meta = new Map(previous.meta);
+  const records = [...previous.records];
+  if (entry?.record === undefined) {
+    if (at === undefined) return { records, meta, changed: new Set(), positions, at: undefined };
+    records.splice(at, 1);
+    meta.delete(key);
+    return { records, meta, changed: new Set([key]), positions: undefined, at: undefined };
+  }
+  const before = previous.meta.get(key);
+  const one = stamp([{ record: entry.record, source: INLINE }], before === undefined ? new Map() : new Map([[key, before]]), now, newId);
+  meta.set(key, one.meta.get(key)!);
+  if (at !== undefined) {
+    records[at] = one.records[0]!;
+    return { records, meta, changed: one.changed, positions, at };
+  }
+  records.push(one.records[0]!);
+  const grown = new Map(positions);
+  grown.set(key, records.length - 1);
+  return { records, meta, changed: one.changed, positions: grown, at: records.length - 1 };
+}

@@ -15,7 +15,7 @@ import { readRecords } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { isObject } from './schema.js';
-import { validateConverted } from './convert.js';
+import { validateConverted, type ConvertedMemo } from './convert.js';
 import type { ValidationResult } from './validate.js';
 import { NAME_MAX, NAME_PATTERN, NAME_RULE, isHostName } from './values.js';
 import { asApplied } from './applied.js';
@@ -84,9 +84,9 @@ interface Checked {
  * and converted (convert.ts: `'5'` for a number member is 5); `applied` is that list, the one the
  * findings' records belong to and the snapshot holds.
  */
-function checkSourced(sourced: readonly SourcedRecord[], settings: Settings): Checked {
+function checkSourced(sourced: readonly SourcedRecord[], settings: Settings, memo?: ConvertedMemo): Checked {
   const settingsErrors = checkSettings(settings);
-  const { records: applied, result: validation } = validateConverted(asApplied(sourced, settings.gvc), settings);
+  const { records: applied, result: validation } = validateConverted(asApplied(sourced, settings.gvc), settings, memo);
   return { settingsErrors, applied, validation };
 }
 
@@ -102,14 +102,27 @@ function compileSourced(sourced: readonly SourcedRecord[], settings: Settings, g
   return compiled(checkSourced(sourced, settings), settings, generation);
 }
 
+/** How `compileLocated` runs in a process that keeps running. */
+export interface LocatedOptions {
+  /** Reads a file again for the lines of errors (default: the file system). */
+  readonly read?: ReadText;
+  /**
+   * Awaited between validation and compilation: a running process lets the requests waiting
+   * meanwhile through, rather than blocking its event loop for both at once (10,000 workloads:
+   * hundreds of ms).
+   */
+  readonly pause?: () => Promise<unknown>;
+  /** What the previous validation found (convert.ts): only what changed since is checked again. */
+  readonly memo?: ConvertedMemo;
+}
+
 /**
  * `compileRecords` for records read from files: errors name the line of their path in the file,
- * read again (`read`) only when there are errors. `pause`, when given, is awaited between
- * validation and compilation: a running process lets the requests waiting meanwhile through, rather
- * than blocking its event loop for both at once (10,000 workloads: hundreds of ms).
+ * read again only when there are errors.
  */
-export async function compileLocated(records: readonly RecordInput[], settings: Settings, generation: number, read?: ReadText, pause?: () => Promise<unknown>): Promise<LoadResult> {
-  const checked = checkSourced(toSourced(records), settings);
+export async function compileLocated(records: readonly RecordInput[], settings: Settings, generation: number, options: LocatedOptions = {}): Promise<LoadResult> {
+  const { read, pause, memo } = options;
+  const checked = checkSourced(toSourced(records), settings, memo);
   await pause?.();
   const { result, settingsErrors, findings, applied } = compiled(checked, settings, generation);
   if (result.ok) return result;

@@ -17,8 +17,9 @@
  * the file (or leave one record in it). Files are best replaced by rename, which is atomic.
  *
  * `write()` changes one record while running (`up`'s platform API, DESIGN §13): the change is laid
- * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is,
- * and on success kept in the record state (record-state.ts) before it is put in force as a new
+ * over the records of the files (overlay.ts), the whole set validated and compiled as a reload is
+ * (validation checks again only what changed since the last one and what reads it: validate.ts
+ * `ValidationMemo`), and on success kept in the record state (record-state.ts) before it is put in force as a new
  * generation; refused, nothing changes. Writes and reloads run one at a time, in order. Every record
  * in force carries its meta (`id`, `version`, `created`, `lastModified`: record-meta.ts), bumped when
  * its content changes, by a write or by an edited file. Per record the later change wins: a file
@@ -31,11 +32,12 @@ import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { watchConfigPaths } from './watch.js';
 import { asApplied } from './applied.js';
-import { readRecords } from './load.js';
+import { ConvertedMemo } from './convert.js';
+import { readRecords, type ReadCache } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { deepFreeze } from './frozen.js';
-import { baseHashes, compose, reconcile, stamp } from './overlay.js';
+import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
@@ -96,7 +98,13 @@ export class ConfigStore extends EventEmitter<Events> {
   private held: Held;
   private readonly state: RecordState;
 
-  private constructor(private readonly options: ConfigStoreOptions, first: Composed) {
+  private constructor(
+    private readonly options: ConfigStoreOptions,
+    first: Composed,
+    private readonly memo: ConvertedMemo = new ConvertedMemo(),
+    /** What the files held when last read (load.ts): a reload parses only the files whose bytes changed. */
+    private readonly files: ReadCache = new Map(),
+  ) {
     super();
     this.state = options.state ?? new MemoryRecordState();
     this.snapshot = first.snapshot;
@@ -111,9 +119,11 @@ export class ConfigStore extends EventEmitter<Events> {
       if (entry.overlay) overlay.set(key, entry.overlay);
       if (entry.meta) meta.set(key, entry.meta);
     }
-    const read = await readBase(options);
+    const files: ReadCache = new Map();
+    const read = await readBase(options, files);
     if (!read.ok) throw new ConfigError(read.errors, read.warnings);
-    const result = await composeAndCompile({ ...options, state }, read, overlay, meta, 1);
+    const memo = new ConvertedMemo();
+    const result = await composeAndCompile({ ...options, state }, memo, read, overlay, meta, 1);
     if (!result.ok) {
       // Changes made through the API that no longer fit the files: say where they are kept.
       const where = state.where;
@@ -122,7 +132,7 @@ export class ConfigStore extends EventEmitter<Events> {
         : [];
       throw new ConfigError([...result.errors, ...hint], result.warnings);
     }
-    const store = new ConfigStore({ ...options, state }, result);
+    const store = new ConfigStore({ ...options, state }, result, memo, files);
     await store.keep(result);
     store.logLoaded(result.snapshot);
     return store;
@@ -137,6 +147,7 @@ export class ConfigStore extends EventEmitter<Events> {
     if (!result.ok) throw new ConfigError(result.errors, result.warnings);
     return new ConfigStore({ settings: options.settings, logger: options.logger }, {
       ...result, perFile: new Map(), base: [], baseHash: new Map(), overlay: new Map(), meta: new Map(), dropped: [], changed: new Set(),
+      composed: [], positions: undefined, overlayInline: false,
     });
   }
 
@@ -221,12 +232,22 @@ export class ConfigStore extends EventEmitter<Events> {
     else overlay.set(key, entry);
     const newId = (k: string): string | undefined => (k === key ? randomUUID() : undefined);
     const read: Read = { ok: true, base: this.held.base, perFile: this.held.perFile, baseHash: this.held.baseHash };
-    const result = refused(await composeAndCompile(this.options, read, overlay, this.held.meta, this.snapshot.generation + 1, { newId }), this.options);
+    // The records in force with this key's changed, rather than all of them composed and stamped again.
+    const held = this.held;
+    const now = new Date(this.now()).toISOString();
+    const again = held.overlayInline ? recomposed({ records: held.composed, meta: held.meta }, held.positions ?? positionsOf(held.composed), basePositions(held.base), key, entry, base !== null, now, newId) : undefined;
+    const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, held.meta, this.snapshot.generation + 1, { newId, ...(again ? { recomposed: again } : {}) }), this.options);
     if (!result.ok) return result;
     accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
-    this.commit(result);
+    let byKey: Map<string, RawRecord> | undefined;
+    if (again !== undefined) {
+      byKey = new Map(held.byKey);
+      if (again.at === undefined) byKey.delete(key);
+      else byKey.set(key, result.snapshot.records[again.at]!);
+    }
+    this.commit(result, byKey);
     const record = this.held.byKey.get(key);
     return { ok: true, snapshot: result.snapshot, record, created: current === undefined && record !== undefined };
   }
@@ -234,8 +255,10 @@ export class ConfigStore extends EventEmitter<Events> {
   private async reloadNow(): Promise<boolean> {
     const { logger } = this.options;
     let result: Composed | (LoadResult & { ok: false });
-    const read = await readBase(this.options);
-    result = read.ok ? await composeAndCompile(this.options, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
+    const read = await readBase(this.options, this.files);
+    // Reading, hashing, composing, stamping, validating and compiling are turns of their own (see composeAndCompile).
+    await setImmediate();
+    result = read.ok ? await composeAndCompile(this.options, this.memo, unchangedKept(read, this.held), this.held.overlay, this.held.meta, this.snapshot.generation + 1) : read;
     if (result.ok) {
       const now = result.perFile;
       const emptied = [...this.held.perFile].filter(([file, n]) => n > 0 && !now.has(file) && existsSync(file));
@@ -288,8 +311,8 @@ export class ConfigStore extends EventEmitter<Events> {
     }
   }
 
-  private commit(result: Composed): void {
-    this.held = heldOf(result);
+  private commit(result: Composed, byKey?: ReadonlyMap<string, RawRecord>): void {
+    this.held = heldOf(result, byKey);
     this.apply(result.snapshot);
   }
 
@@ -356,7 +379,7 @@ type Read =
  * The records of the files and `options.records`, each GVC-scoped one that names no GVC placed in the
  * default one (applied.ts) before it is keyed: the API and the record state know it in its GVC.
  */
-async function readBase(options: ConfigStoreOptions): Promise<Read> {
+async function readBase(options: ConfigStoreOptions, files?: ReadCache): Promise<Read> {
   const gvc = options.settings?.gvc;
   const inline = toSourced(options.records ?? []);
   try {
@@ -364,8 +387,10 @@ async function readBase(options: ConfigStoreOptions): Promise<Read> {
       const base = asApplied(inline, gvc);
       return { ok: true, base, perFile: new Map(), baseHash: baseHashes(base) };
     }
-    const read = await readRecords(options.paths);
+    const read = await readRecords(options.paths, files);
     if (read.errors.length > 0) return { ok: false, errors: read.errors, warnings: [] };
+    // The last file was parsed in this turn: hashing 20,000 records is the next one's.
+    await setImmediate();
     const perFile = new Map<string, number>();
     for (const r of read.records) perFile.set(r.source, (perFile.get(r.source) ?? 0) + 1);
     const base = asApplied([...read.records, ...inline], gvc);
@@ -403,6 +428,15 @@ function unchangedKept(read: Read & { ok: true }, held: Held): Read & { ok: true
   return { ...read, base };
 }
 
+/** `positionsOf` each list of base records (made at the first write after a reload, then kept). */
+const basePositionsKept = new WeakMap<readonly SourcedRecord[], ReadonlyMap<string, number>>();
+
+function basePositions(base: readonly SourcedRecord[]): ReadonlyMap<string, number> {
+  let known = basePositionsKept.get(base);
+  if (known === undefined) basePositionsKept.set(base, (known = positionsOf(base)));
+  return known;
+}
+
 /** A load or a write, composed and compiled: what `commit()` puts in force. */
 interface Composed {
   readonly ok: true;
@@ -417,27 +451,48 @@ interface Composed {
   readonly dropped: readonly string[];
   /** Keys whose meta is new, moved, or gone. */
   readonly changed: ReadonlySet<string>;
+  /** The records composed and stamped: what was validated and compiled (one to one with the snapshot's records). */
+  readonly composed: readonly SourcedRecord[];
+  /** `positionsOf(composed)` (overlay.ts), when known. */
+  readonly positions: ReadonlyMap<string, number> | undefined;
+  /** The API's records in `composed` are placed at `INLINE`, as a write places them. */
+  readonly overlayInline: boolean;
 }
 
 async function composeAndCompile(
   options: ConfigStoreOptions,
+  /** What the last validation found: a change is checked for what it changed (validate.ts). */
+  memo: ConvertedMemo,
   read: Read & { ok: true },
   overlay: ReadonlyMap<string, OverlayEntry>,
   meta: ReadonlyMap<string, RecordMeta>,
   generation: number,
-  /** A write: the id of a record it creates, and no place for the API's records in its findings (its answer). */
-  write?: { readonly newId: (key: string) => string | undefined },
+  /**
+   * A write: the id of a record it creates, and no place for the API's records in its findings (its
+   * answer); `recomposed`, the records composed and stamped already from those in force (overlay.ts).
+   */
+  write?: { readonly newId: (key: string) => string | undefined; readonly recomposed?: Recomposed },
 ): Promise<Composed | (LoadResult & { ok: false })> {
   try {
-    const { kept, dropped } = reconcile(read.baseHash, overlay);
-    const now = new Date((options.now ?? Date.now)()).toISOString();
-    const stamped = stamp(compose(read.base, kept, write ? undefined : options.state?.where), meta, now, write?.newId);
-    // Composing, validating and compiling 20,000 records are each a turn of the event loop of their
-    // own: requests to the data plane are served between them.
+    let stamped: Stamped & { readonly positions?: ReadonlyMap<string, number> | undefined } | undefined = write?.recomposed;
+    let kept: ReadonlyMap<string, OverlayEntry> = overlay;
+    let dropped: string[] = [];
+    if (stamped === undefined) {
+      ({ kept, dropped } = reconcile(read.baseHash, overlay));
+      const now = new Date((options.now ?? Date.now)()).toISOString();
+      const composed = compose(read.base, kept, write ? undefined : options.state?.where);
+      await setImmediate();
+      stamped = stamp(composed, meta, now, write?.newId);
+    }
+    // Composing, stamping, validating and compiling 20,000 records are each a turn of the event loop
+    // of their own: requests to the data plane are served between them.
     await setImmediate();
-    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, undefined, () => setImmediate());
+    const result = await compileLocated(stamped.records, options.settings ?? defaultSettings, generation, { pause: () => setImmediate(), memo });
     if (!result.ok) return result;
-    return { ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed };
+    return {
+      ...result, perFile: read.perFile, base: read.base, baseHash: read.baseHash, overlay: kept, meta: stamped.meta, dropped, changed: stamped.changed,
+      composed: stamped.records, positions: stamped.positions, overlayInline: write !== undefined || options.state?.where === undefined,
+    };
   } catch (e) {
     return { ok: false, errors: [`configuration: internal error: ${(e as Error).message}`], warnings: [] };
   }
@@ -467,10 +522,18 @@ interface Held {
   readonly meta: ReadonlyMap<string, RecordMeta>;
   /** Every record in force (with its meta), by key. */
   readonly byKey: ReadonlyMap<string, RawRecord>;
+  /** What the records in force were composed of, for a write to change at its key alone (Composed). */
+  readonly composed: readonly SourcedRecord[];
+  readonly positions: ReadonlyMap<string, number> | undefined;
+  readonly overlayInline: boolean;
 }
 
-function heldOf(c: Composed): Held {
-  return { perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey: byKeyOf(c.snapshot) };
+/** What `commit()` keeps of `c`; `byKey`, when given, is the records in force by key already. */
+function heldOf(c: Composed, byKey: ReadonlyMap<string, RawRecord> = byKeyOf(c.snapshot)): Held {
+  return {
+    perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey,
+    composed: c.composed, positions: c.positions, overlayInline: c.overlayInline,
+  };
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */

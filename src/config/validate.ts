@@ -9,10 +9,16 @@
  * platform kind svcproxy does not read is a warning and its record is not looked into; a kind that is no platform kind at all is
  * an error with the nearest kind ("did you mean"), as a misspelt kind silently ignored is how a
  * workload goes missing. Never throws.
+ *
+ * A `ValidationMemo` makes the next validation of a set that changed in a few records check only
+ * those and the records whose checks read them (`reusable`); the others' findings are taken from the
+ * memo, and the index is made from the last one where the change allows (catalog.ts `catalogAfter`);
+ * the duplicates and the aliases are found again every time; the result is what a
+ * whole-set validation says (test/config/incremental-validate.test.ts holds the two together).
  */
 import type { Settings } from './model.js';
 import { gvcAlias } from './alias.js';
-import { buildCatalog, type Catalog } from './catalog.js';
+import { buildCatalog, catalogAfter, recordKey as catalogKey, type BuiltCatalog, type Catalog } from './catalog.js';
 import { PLATFORM_KINDS, READ_KINDS, isReadKind, recordLabel, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { findingReporter, findingText, placeOf, type Finding } from './findings.js';
 import { str, type Check, type Report } from './schema.js';
@@ -126,20 +132,128 @@ function checkAliases(catalog: Catalog, records: readonly SourcedRecord[], error
   }
 }
 
+/** What one record's own checks found (its shape, its links): the part of a validation a memo keeps. */
+export interface RecordFindings {
+  readonly errors: readonly Finding[];
+  readonly warnings: readonly Finding[];
+  /** The strings read as numbers or booleans (convert.ts), when the validation took them. */
+  readonly conversions: readonly (readonly [at: string, value: number | boolean])[];
+}
+
+const NOTHING: RecordFindings = Object.freeze({ errors: [], warnings: [], conversions: [] });
+
 /**
- * Validates every record; the result lists every error and warning found. `convert` (convert.ts)
- * takes, instead of an error, each string that reads as the number or boolean its member takes.
+ * What the last validation given this memo found of each record (by the sourced record's identity:
+ * records read from files and stamped are the same objects while they do not change), and the
+ * index and settings it checked them against. Holds one validation: each one replaces it.
  */
-export function validate(records: readonly SourcedRecord[], settings: Settings, convert?: (record: SourcedRecord, at: string, value: number | boolean) => void): ValidationResult {
+export class ValidationMemo {
+  records: ReadonlyMap<SourcedRecord, RecordFindings> = new Map();
+  /** The index of the records validated last (catalog.ts `catalogAfter` makes the next one from it). */
+  built: BuiltCatalog | undefined;
+  get catalog(): Catalog | undefined {
+    return this.built?.catalog;
+  }
+  settings: Settings | undefined;
+  converting = false;
+}
+
+/** The same keys in the same order (messages list them: "the records define 3 gvcs: g1, g2, g3"), with the same values. */
+function sameEntries<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>, same: (x: V, y: V) => boolean = (x, y) => x === y): boolean {
+  if (a === b) return true;
+  if (a.size !== b.size) return false;
+  const before = a.entries();
+  for (const [key, value] of b) {
+    const [k, v] = before.next().value as [string, V];
+    if (k !== key || !same(v, value)) return false;
+  }
+  return true;
+}
+
+function sameSettings(a: Settings, b: Settings): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Which records' findings in `memo` still hold against `catalog`: undefined when none (the org, a
+ * GVC, a location, a domain or the settings changed: every kind's checks read some of those). Else
+ * only workloads and deployments changed, and what reads them is checked again: a deployment of a
+ * changed workload key (it must name a workload), every GVC (its alias workload) and every domain
+ * (its routes' workloads and their ports). A workload's checks read no other workload.
+ */
+function reusable(memo: ValidationMemo, catalog: Catalog, settings: Settings, converting: boolean): ((record: RawRecord) => boolean) | undefined {
+  const before = memo.catalog;
+  if (before === undefined || memo.settings === undefined || memo.converting !== converting || !sameSettings(memo.settings, settings)) return undefined;
+  if (before.org !== catalog.org || !sameEntries(before.gvcs, catalog.gvcs) || !sameEntries(before.locations, catalog.locations)
+    || !sameEntries(before.domains, catalog.domains) || !sameEntries(before.gvcLocations, catalog.gvcLocations, (x, y) => x.join('\u0000') === y.join('\u0000'))) {
+    return undefined;
+  }
+  const changed = new Set<string>();
+  for (const [key, w] of catalog.workloads) if (before.workloads.get(key) !== w) changed.add(key);
+  for (const key of before.workloads.keys()) if (!catalog.workloads.has(key)) changed.add(key);
+  if (changed.size === 0) return () => true;
+  return (record) => {
+    switch (record.kind) {
+      case 'gvc':
+      case 'domain':
+        return false;
+      case 'deployment': {
+        const key = catalogKey('deployment', record);
+        return key === undefined || !changed.has(key);
+      }
+      default:
+        return true;
+    }
+  };
+}
+
+/** The checks of one record against the index. */
+function checkRecord(sourced: SourcedRecord, catalog: Catalog, settings: Settings, converting: boolean): RecordFindings {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
-  const { catalog, duplicates } = buildCatalog(records);
-  for (const sourced of records) {
-    const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings, convert && ((at, value) => convert(sourced, at, value)));
-    if (!checkCommon(sourced, r)) continue;
+  const conversions: [string, number | boolean][] = [];
+  const r = findingReporter(recordLabel(sourced.record), sourced, errors, warnings, converting ? (at, value) => void conversions.push([at, value]) : undefined);
+  if (checkCommon(sourced, r)) {
     const rules = KINDS[sourced.record.kind as string]!;
     rules.shape(sourced.record, '', r);
     rules.refs?.(sourced.record, catalog, r, settings);
+  }
+  return errors.length + warnings.length + conversions.length === 0 ? NOTHING : { errors, warnings, conversions };
+}
+
+/**
+ * Validates every record; the result lists every error and warning found. `convert` (convert.ts)
+ * takes, instead of an error, each string that reads as the number or boolean its member takes.
+ * `memo`, when given, holds what the previous validation given it found: the records it checked
+ * that did not change, nor anything their checks read, are not checked again; it then holds this one.
+ */
+export function validate(
+  records: readonly SourcedRecord[],
+  settings: Settings,
+  convert?: (record: SourcedRecord, at: string, value: number | boolean) => void,
+  memo?: ValidationMemo,
+): ValidationResult {
+  const errors: Finding[] = [];
+  const warnings: Finding[] = [];
+  const built = memo === undefined ? { records, ...buildCatalog(records) } : catalogAfter(memo.built, records);
+  const { catalog, duplicates } = built;
+  const converting = convert !== undefined;
+  const reuse = memo === undefined ? undefined : reusable(memo, catalog, settings, converting);
+  const found = memo === undefined ? undefined : new Map<SourcedRecord, RecordFindings>();
+  for (const sourced of records) {
+    const known = reuse?.(sourced.record) ? memo!.records.get(sourced) : undefined;
+    const own = known ?? checkRecord(sourced, catalog, settings, converting);
+    found?.set(sourced, own);
+    if (own === NOTHING) continue;
+    for (const f of own.errors) errors.push(f);
+    for (const f of own.warnings) warnings.push(f);
+    if (convert) for (const [at, value] of own.conversions) convert(sourced, at, value);
+  }
+  if (memo !== undefined) {
+    memo.records = found!;
+    memo.built = built;
+    memo.settings = settings;
+    memo.converting = converting;
   }
   for (const { record, first } of duplicates) {
     const r = findingReporter(recordLabel(record.record), record, errors, warnings);

@@ -89,6 +89,16 @@ export function upRuns(workload: WorkloadModel, vendor: string): boolean {
   return !workload.globallySuspended && !isIgnored(workload, vendor) && notRunReason(workload) === undefined;
 }
 
+/**
+ * How many replicas of `workload` `up` runs in `location` (what `planReplicas` plans there): none
+ * where it does not run the workload or its GVC is not placed.
+ */
+export function plannedCount(snapshot: Snapshot, workload: WorkloadModel, location: string, desired?: DesiredReplicas): number {
+  const gvc = snapshot.gvcs.get(workload.gvc);
+  if (gvc === undefined || !gvc.locations.includes(location) || !upRuns(workload, snapshot.settings.vendor)) return 0;
+  return replicaCount(workload.locationOptions.get(location) ?? workload.defaultOptions, desired?.(workload.key, location));
+}
+
 export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): ReplicaPlan[] {
   const plans: ReplicaPlan[] = [];
   // The org of the replicas' SVC_ORG and of their mesh identities alike (the data plane's `org`).
@@ -99,8 +109,7 @@ export function planReplicas(snapshot: Snapshot, desired?: DesiredReplicas): Rep
     const containers = runnableContainers(workload);
     const version = versionOf(snapshot, workload);
     for (const locationName of gvc.locations) {
-      const options = workload.locationOptions.get(locationName) ?? workload.defaultOptions;
-      const count = replicaCount(options, desired?.(workload.key, locationName));
+      const count = plannedCount(snapshot, workload, locationName, desired);
       if (count === 0) continue;
       const location = snapshot.locations.get(locationName) ?? { name: locationName, provider: '', region: '' };
       const fingerprint = JSON.stringify({

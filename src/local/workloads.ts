@@ -7,16 +7,16 @@
  * `<VENDOR>_WORKLOAD_VERSION` of the newest running replica (the configured one when none runs);
  * other roles report the record's `version` member, or null. `HealthWatch` turns changes into
  * callbacks for `up`'s printed lines: it re-evaluates on every readiness or replica-list change and
- * once a second (the loading deadline and crash restarts pass without an event). Nothing here throws.
+ * once a second (the loading deadline and crash restarts pass without an event), that pass a slice
+ * of the workloads per turn of the event loop. Nothing here throws.
  */
 import type { Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import type { Clock, Timer } from '../deps.js';
 import type { Replica, ReplicaRegistry } from '../routing/replicas.js';
-import { workloadVersion } from './env.js';
 import { HEALTH_VALUES, loadingDeadlineMs, workloadHealth, type Health, type ReplicaFacts } from './health.js';
 import { notRunNotes, notRunReason } from './not-run.js';
-import { findWorkloadRecord, planReplicas } from './plan.js';
+import { findWorkloadRecord, plannedCount, versionOf } from './plan.js';
 import type { UpReplicaState } from './supervisor.js';
 
 export interface WorkloadStatus {
@@ -43,34 +43,27 @@ function recordVersion(snapshot: Snapshot, workload: WorkloadModel): number | nu
 }
 
 interface Planned {
-  /** Replicas `up` runs per workload and location (`pairKey`). */
-  readonly counts: ReadonlyMap<string, number>;
+  /** Replicas `up` runs of the workload in the location. */
+  count(workload: WorkloadModel, location: string): number;
   /** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */
   version(workload: WorkloadModel): number;
 }
 
-/** Per snapshot, made once: the rows are read every second and at every scrape. */
+/**
+ * Per snapshot, made once and filled as rows ask (a change reads the rows of the workloads it
+ * changed: planning all 10,000 for one took tens of ms); as planned by plan.ts.
+ */
 const plannedBySnapshot = new WeakMap<Snapshot, Planned>();
 
 function plannedOf(snapshot: Snapshot): Planned {
   let planned = plannedBySnapshot.get(snapshot);
   if (planned) return planned;
-  const counts = new Map<string, number>();
   const versions = new Map<string, number>();
-  for (const p of planReplicas(snapshot)) {
-    const key = pairKey(p.workload.key, p.location.name);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-    versions.set(p.workload.key, p.workloadVersion);
-  }
   planned = {
-    counts,
+    count: (workload, location) => plannedCount(snapshot, workload, location),
     version: (workload) => {
       let v = versions.get(workload.key);
-      if (v === undefined) {
-        const record = findWorkloadRecord(snapshot.records, workload);
-        v = workloadVersion(record ?? { key: workload.key, type: workload.type, tags: workload.tags, containers: workload.containers });
-        versions.set(workload.key, v);
-      }
+      if (v === undefined) versions.set(workload.key, (v = versionOf(snapshot, workload)));
       return v;
     },
   };
@@ -85,9 +78,9 @@ function pairKey(workload: string, location: string): string {
 /**
  * Every row, in snapshot order then removed workloads. `up`: the supervisor's replica states
  * (undefined for other roles, whose workloads nothing starts). `only`: the rows of that workload
- * (key) alone.
+ * (key), or of those workloads, alone.
  */
-export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, up: readonly UpReplicaState[] | undefined, nowMs: number, only?: string): WorkloadStatus[] {
+export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, up: readonly UpReplicaState[] | undefined, nowMs: number, only?: string | readonly string[]): WorkloadStatus[] {
   const upOf = new Map<Replica, UpReplicaState>();
   const stoppingAt = new Map<string, UpReplicaState[]>();
   for (const s of up ?? []) {
@@ -128,7 +121,7 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
     const health = workloadHealth({
       configured: workload !== undefined,
       suspended,
-      wanted: wanted !== undefined && runnable ? wanted.counts.get(pair) ?? 0 : undefined,
+      wanted: wanted !== undefined && runnable ? wanted.count(workload, location) : undefined,
       replicas: facts,
       nowMs,
       loadingDeadlineMs: loadingDeadlineMs(workload?.containers[0]?.readinessProbe),
@@ -141,7 +134,9 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
     rows.push({ workload: name, gvc, location, health, ready, replicas: live, version, ...(notRun === undefined ? {} : { notRun }) });
   };
 
-  const workloads = only === undefined ? snapshot.workloads.values() : [snapshot.workloads.get(only)].filter((w) => w !== undefined);
+  const keys = typeof only === 'string' ? [only] : only;
+  const chosen = keys === undefined ? undefined : new Set(keys);
+  const workloads = keys === undefined ? snapshot.workloads.values() : keys.map((k) => snapshot.workloads.get(k)).filter((w) => w !== undefined);
   for (const workload of workloads) {
     if (isIgnored(workload, vendor)) continue;
     const gvc = snapshot.gvcs.get(workload.gvc);
@@ -149,7 +144,7 @@ export function workloadStatuses(snapshot: Snapshot, registry: ReplicaRegistry, 
   }
   // Removed workloads (or locations) whose replicas are still stopping: `Deleting` until they are gone.
   for (const s of up ?? []) {
-    if (only !== undefined && s.replica.workload !== only) continue;
+    if (chosen !== undefined && !chosen.has(s.replica.workload)) continue;
     const pair = pairKey(s.replica.workload, s.replica.location);
     if (!seen.has(pair)) row(s.replica.workload, s.replica.location, undefined);
   }
@@ -172,12 +167,17 @@ export interface HealthChange {
   readonly from: Health | undefined;
 }
 
+/** Workloads whose rows the timer's pass reads in one turn (10,000 workloads' rows take tens of ms). */
+const SWEEP_SLICE = 500;
+
 /**
  * Re-evaluates the rows when replicas change and every `intervalMs`, and reports each changed health.
  * A replica's readiness changing re-evaluates its workload's rows alone (`rows(key)`): with thousands
  * of workloads coming up at once, every row at every readiness change would cost workloads² rows. A
  * change of the replica lists (replicas started or stopped, a reload that changes them) and the timer
  * re-evaluate all; a new configuration that leaves them alone, the rows of the workloads it changed.
+ * The timer's pass reads the rows of the workloads it knows (its last rows') `SWEEP_SLICE` at a time,
+ * a turn of the event loop each, so requests are served between them.
  */
 export class HealthWatch {
   private readonly last = new Map<string, Health>();
@@ -211,8 +211,8 @@ export class HealthWatch {
   private readonly onChangeOfReplicas = (): void => this.queue(undefined);
 
   constructor(
-    /** Every row; with `only`, the rows of that workload (key) alone. */
-    private readonly rows: (only?: string) => readonly WorkloadStatus[],
+    /** Every row; with `only`, the rows of that workload (key), or of those, alone. */
+    private readonly rows: (only?: string | readonly string[]) => readonly WorkloadStatus[],
     private readonly registry: ReplicaRegistry,
     private readonly clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
     private readonly onChange: (change: HealthChange) => void,
@@ -241,6 +241,31 @@ export class HealthWatch {
     for (const key of this.last.keys()) if (!now.has(key)) this.last.delete(key);
   }
 
+  /**
+   * The timer's pass: the rows of every workload of the last rows, a slice per turn; a row no longer
+   * there is forgotten. The next pass is scheduled when this one is done.
+   */
+  private sweep(): void {
+    const byWorkload = new Map<string, string[]>();
+    for (const key of this.last.keys()) {
+      const workload = key.slice(0, key.indexOf('\u0000'));
+      const rows = byWorkload.get(workload);
+      if (rows === undefined) byWorkload.set(workload, [key]);
+      else rows.push(key);
+    }
+    const workloads = [...byWorkload.keys()];
+    const step = (from: number): void => {
+      if (this.stopped) return;
+      const slice = workloads.slice(from, from + SWEEP_SLICE);
+      const seen = new Set<string>();
+      for (const status of this.rows(slice)) seen.add(this.compare(status));
+      for (const workload of slice) for (const key of byWorkload.get(workload) ?? []) if (!seen.has(key)) this.last.delete(key);
+      if (from + SWEEP_SLICE < workloads.length) setImmediate(() => step(from + SWEEP_SLICE));
+      else this.schedule();
+    };
+    step(0);
+  }
+
   /** The rows of one workload (its replica lists unchanged: none comes or goes). */
   private checkWorkload(workload: string): void {
     if (this.stopped) return;
@@ -267,8 +292,7 @@ export class HealthWatch {
 
   private schedule(): void {
     this.timer = this.clock.setTimeout(() => {
-      this.check();
-      if (!this.stopped) this.schedule();
+      if (!this.stopped) this.sweep();
     }, this.intervalMs);
     (this.timer as { unref?: () => void }).unref?.();
   }

@@ -373,8 +373,8 @@ export class Runtime {
   /** `up`: its supervisor's replicas (start times, restarts, stopping), for `workloads()`. */
   upReplicas: (() => readonly UpReplicaState[]) | undefined;
 
-  /** The admin `/workloads` rows and the health gauge's source (src/local/workloads.ts); `only`: one workload's (key). */
-  workloads(only?: string): WorkloadStatus[] {
+  /** The admin `/workloads` rows and the health gauge's source (src/local/workloads.ts); `only`: one workload's (key), or those workloads'. */
+  workloads(only?: string | readonly string[]): WorkloadStatus[] {
     return workloadStatuses(this.store.current, this.replicas, this.upReplicas?.(), this.deps.clock.now(), only);
   }
 

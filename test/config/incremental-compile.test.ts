@@ -10,7 +10,7 @@ import t from 'tap';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigStore, type WriteDecision } from '../../src/config/store.js';
-import { keyOf } from '../../src/config/record-meta.js';
+import { keyOf, recordKey } from '../../src/config/record-meta.js';
 import type { RawRecord } from '../../src/config/records.js';
 import { compileRecords } from '../../src/config/snapshot.js';
 import type { Snapshot } from '../../src/config/model.js';
@@ -89,6 +89,7 @@ t.test('generated writes and file edits: the snapshot equals a full compile; unt
         t.equal(store.current, before, `${what}: refused (${result.errors[0]}), the snapshot in force stays`);
         continue;
       }
+      if ('delete' in decision) t.equal(store.record(key), undefined, `${what}: no record of the key in force`);
     } else if (op < 8) {
       // A GVC changed through the API (its locations or its tracing): every workload of it is compiled again.
       const locations = random(2) === 0 ? LOCATIONS : ['loc1'];
@@ -119,6 +120,10 @@ t.test('generated writes and file edits: the snapshot equals a full compile; unt
       continue;
     }
     t.same(models(now), models(full.snapshot), `step ${step} (${what}): as a full compile`);
+    // The records by key a write keeps along (store.ts) are those in force.
+    const firsts = new Map<string, RawRecord>();
+    for (const r of now.records) if (!firsts.has(recordKey(r)!)) firsts.set(recordKey(r)!, r);
+    t.ok([...firsts].every(([k, r]) => store.record(k) === r) && store.record(keyOf('workload', 'w99', 'g1')) === undefined, `step ${step} (${what}): each key's record in force`);
     if (op < 6 || op === 9) {
       let kept = 0;
       for (const [key, model] of now.workloads) {

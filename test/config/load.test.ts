@@ -73,3 +73,32 @@ t.test('every file is read and every error kept', async (t) => {
   t.match(errors[1], new RegExp(`^${join(dir, 'bad2.json')}: line 1: .+ \\(column 2\\)$`));
   t.equal(errors[2], `${join(dir, 'missing.yaml')}: no such file or folder`);
 });
+
+t.test('readRecords with a cache: the files whose bytes did not change are not parsed again', async (t) => {
+  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const dir = await mkdtemp(join(tmpdir(), 'svcproxy-read-cache-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const a = join(dir, 'a.yaml');
+  const b = join(dir, 'b.json');
+  const c = join(dir, 'c.yaml');
+  await writeFile(a, 'kind: gvc\nname: g1\n---\nkind: workload\nname: w1\ngvc: g1\n');
+  await writeFile(b, JSON.stringify([{ kind: 'workload', name: 'w2', gvc: 'g1' }]));
+  await writeFile(c, 'kind: workload\nname: [unclosed\n');
+  const cache: import('../../src/config/load.js').ReadCache = new Map();
+  const first = await readRecords([dir], cache);
+  t.same(first, await readRecords([dir]), 'the first read is what a read without a cache finds');
+  t.equal(first.errors.length, 1, 'c.yaml does not parse');
+
+  // b.json rewritten with other bytes, c.yaml deleted, a.yaml rewritten with the same bytes.
+  await writeFile(a, 'kind: gvc\nname: g1\n---\nkind: workload\nname: w1\ngvc: g1\n');
+  await writeFile(b, JSON.stringify([{ kind: 'workload', name: 'w2', gvc: 'g1', description: 'changed' }]));
+  await rm(c);
+  const second = await readRecords([dir], cache);
+  t.same(second, await readRecords([dir]), 'the next read is what a read without a cache finds');
+  t.equal(second.records[0], first.records[0], 'a.yaml, same bytes: its records are the objects read before');
+  t.equal(second.records[1], first.records[1]);
+  t.not(second.records[2], first.records[2], 'b.json, other bytes: parsed again');
+  t.same(second.records[2]!.record.description, 'changed');
+  t.same([...cache.keys()].sort(), [a, b], 'the deleted file is no longer remembered');
+});

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { planReplicas, replicaCount } from '../../src/local/plan.js';
+import { planReplicas, plannedCount, replicaCount } from '../../src/local/plan.js';
 import { workloadVersion } from '../../src/local/env.js';
 import { DEFAULT_ORG } from '../../src/mesh/index.js';
 import { container, snapshot, workload } from './fixtures.js';
@@ -46,6 +46,12 @@ t.test('planReplicas: per location, names, skips', async (t) => {
       'mixed@gcp-us-east1/mixed-0',
     ],
   );
+  // One workload's count in one location (what the health rows ask) is what the whole plan has there.
+  for (const w of snap.workloads.values()) {
+    for (const location of ['aws-us-east-2', 'gcp-us-east1', 'nowhere']) {
+      t.equal(plannedCount(snap, w, location), plans.filter((p) => p.workload === w && p.location.name === location).length, `plannedCount ${w.name}@${location}`);
+    }
+  }
   const mixedPlan = plans.find((p) => p.workload.name === 'mixed')!;
   t.same(mixedPlan.containers.map((c) => c.name), ['main'], 'only containers with a command');
   t.equal(mixedPlan.key, 'demo/mixed|aws-us-east-2|0');

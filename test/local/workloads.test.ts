@@ -50,8 +50,8 @@ function manualClock(): { setTimeout(fn: () => void, ms: number): Timer; clearTi
 }
 
 /** The rows of the snapshot `current` gives, with each `only` they were asked for. */
-function recorded(current: () => Snapshot, registry: ReplicaRegistry): { asked: (string | undefined)[]; rows: (only?: string) => WorkloadStatus[] } {
-  const asked: (string | undefined)[] = [];
+function recorded(current: () => Snapshot, registry: ReplicaRegistry): { asked: (string | readonly string[] | undefined)[]; rows: (only?: string | readonly string[]) => WorkloadStatus[] } {
+  const asked: (string | readonly string[] | undefined)[] = [];
   return {
     asked,
     rows: (only) => {
@@ -103,7 +103,7 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   changes.length = 0;
   reps[2]!.ready = false; // changed behind the registry's back: only the timer's pass sees it
   clock.fire();
-  t.same(asked, [undefined], 'the timer reads every row');
+  t.same(asked, [['g/a', 'g/b', 'g/c']], 'the timer reads the rows of every workload');
   t.same(changes.map((c) => [c.status.workload, c.status.health]), [['c', 'Unhealthy']]);
 
   watch.stop();
@@ -111,6 +111,34 @@ t.test('HealthWatch: a readiness change re-evaluates its workload alone; list ch
   registry.setReady(reps[1]!, false);
   await settle();
   t.same(asked, [], 'stopped: no more reads');
+});
+
+t.test('HealthWatch: the timer\'s pass reads the workloads a slice per turn, then schedules the next', async (t) => {
+  const names = Array.from({ length: 1200 }, (_, i) => `w${i}`);
+  const snapshot = buildSnapshot(records(names));
+  const registry = new ReplicaRegistry();
+  const reps = names.map((w) => ({ ...replica(`g/${w}`, `${w}-0`), ready: true }));
+  registry.replace('deployments', reps);
+  const { asked, rows } = recorded(() => snapshot, registry);
+  const changes: HealthChange[] = [];
+  const clock = manualClock();
+  const watch = new HealthWatch(rows, registry, clock, (c) => changes.push(c));
+  t.teardown(() => watch.stop());
+  asked.length = 0;
+  reps[1100]!.ready = false; // behind the registry's back: only the timer's pass sees it
+  clock.fire();
+  t.same(asked.map((a) => (a as readonly string[]).length), [500], 'the first slice in the timer\'s turn');
+  t.same(changes, [], 'the changed workload is in a later slice');
+  clock.fire();
+  t.equal(asked.length, 1, 'no next pass while this one runs');
+  await settle();
+  await settle();
+  t.same(asked.map((a) => (a as readonly string[]).length), [500, 500, 200], 'the others a turn each');
+  t.same((asked as string[][]).flat(), names.map((n) => `g/${n}`), 'every workload once, in order');
+  t.same(changes.map((c) => [c.status.workload, c.status.health]), [['w1100', 'Unhealthy']], 'reported');
+  asked.length = 0;
+  clock.fire();
+  t.equal(asked.length, 1, 'the next pass scheduled when the last slice was read');
 });
 
 t.test('HealthWatch: a configuration that leaves the replicas alone re-evaluates the workloads it changed', async (t) => {

@@ -94,8 +94,19 @@ export function quotaRecord(index: RecordIndex, name: QuotaName, gvc?: string): 
   return index.of('quota').get(gvc === undefined ? name : `${gvc}/${name}`);
 }
 
+/** `counts` per snapshot and org: a write counts the snapshot in force, which the write before it counted. */
+const counted = new WeakMap<Snapshot, { readonly org: string; readonly counts: ReadonlyMap<string, number> }>();
+
 /** Counted quotas of a snapshot by `name` or `name/gvc`: what a write may not grow past its max. */
-function counts(snapshot: Snapshot, index: RecordIndex): Map<string, number> {
+function counts(snapshot: Snapshot, index: RecordIndex): ReadonlyMap<string, number> {
+  const known = counted.get(snapshot);
+  if (known !== undefined && known.org === index.org) return known.counts;
+  const made = countsOf(snapshot, index);
+  counted.set(snapshot, { org: index.org, counts: made });
+  return made;
+}
+
+function countsOf(snapshot: Snapshot, index: RecordIndex): Map<string, number> {
   const out = new Map<string, number>([
     ['agents', index.of('agent').size],
     ['gvcs', snapshot.gvcs.size],

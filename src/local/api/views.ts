@@ -5,12 +5,14 @@
  * common fields and `type`: its `data` (the sensitive content) is never shown, nor any member not on
  * that list, so a secret shape the spec does not show cannot leak either (`reveal` shows it whole).
  * Lists in the platform's list shape, `{kind: 'list', itemKind, items, links}`. The index of a
- * snapshot's records is built once per snapshot (a WeakMap), so a request costs a lookup. Pure apart
- * from that cache; never throws.
+ * snapshot's records is built once per snapshot (a WeakMap), so a request costs a lookup, and made
+ * from the one made before when a write changed a few records (`changedIndex`). Pure apart from
+ * those caches; never throws.
  */
 import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
 import { recordKey, stableId } from '../../config/record-meta.js';
+import { replacedRun } from '../../config/runs.js';
 
 export { stableId };
 
@@ -34,27 +36,108 @@ export interface RecordIndex {
   of(kind: string): ReadonlyMap<string, RawRecord>;
 }
 
-const indexes = new WeakMap<Snapshot, RecordIndex>();
+interface Indexed {
+  readonly index: RecordIndex;
+  readonly records: readonly RawRecord[];
+  readonly byKind: ReadonlyMap<string, ReadonlyMap<string, RawRecord>>;
+  /** Some key has several records (the first is indexed). */
+  readonly duplicates: boolean;
+}
+
+const indexes = new WeakMap<Snapshot, Indexed>();
+/** The index made last: the next snapshot's is made from it when a write changed a few records. */
+let last: Indexed | undefined;
+
+/** Changes beyond this many records are indexed again in full. */
+const FEW = 16;
+
+/** `kind` and the index's key (`name`, or `gvc/name`) of a record; undefined for one without a key. */
+function kindKey(record: RawRecord): [kind: string, key: string] | undefined {
+  const full = recordKey(record);
+  if (full === undefined) return undefined;
+  const kind = record.kind as string;
+  // `kind/name` or `kind/gvc/name`: the index is per kind.
+  return [kind, full.slice(kind.length + 1)];
+}
+
+/** The index of `records` built in full (exported for the tests that hold `indexOf` to it). */
+export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, Map<string, RawRecord>>; duplicates: boolean } {
+  const byKind = new Map<string, Map<string, RawRecord>>();
+  let duplicates = false;
+  for (const record of records) {
+    const k = kindKey(record);
+    if (k === undefined) continue;
+    let map = byKind.get(k[0]);
+    if (!map) byKind.set(k[0], (map = new Map()));
+    if (!map.has(k[1])) map.set(k[1], record);
+    else duplicates = true;
+  }
+  return { byKind, duplicates };
+}
+
+/**
+ * The index of `records` made from `before`'s (the records of an earlier snapshot), when they differ
+ * in a few records (a write: one record replaced in its place, removed, or added after the others)
+ * whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
+ * Undefined otherwise (an index in full then: a full build's order, first record of a key winning).
+ */
+function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<string, ReadonlyMap<string, RawRecord>> | undefined {
+  if (before.duplicates) return undefined;
+  const { removed, added, tail } = replacedRun(before.records, records);
+  if (removed.length + added.length > FEW) return undefined;
+  const byKind = new Map(before.byKind);
+  const copied = new Map<string, Map<string, RawRecord>>();
+  const mapOf = (kind: string): Map<string, RawRecord> => {
+    let map = copied.get(kind);
+    if (map === undefined) {
+      copied.set(kind, (map = new Map(before.byKind.get(kind))));
+      byKind.set(kind, map);
+    }
+    return map;
+  };
+  const gone = new Set<string>();
+  for (const record of removed) {
+    const k = kindKey(record);
+    if (k === undefined) continue;
+    // Only the record of its key (a later duplicate would take its place in a full build).
+    if (before.byKind.get(k[0])?.get(k[1]) !== record || gone.has(`${k[0]}/${k[1]}`)) return undefined;
+    gone.add(`${k[0]}/${k[1]}`);
+  }
+  const put = new Set<string>();
+  for (const record of added) {
+    const k = kindKey(record);
+    if (k === undefined) continue;
+    const id = `${k[0]}/${k[1]}`;
+    if (put.has(id)) return undefined;
+    put.add(id);
+    // Replaced in its place (a write of one record), or new after every other record.
+    if (gone.has(id)) {
+      if (removed.length !== 1 || added.length !== 1) return undefined;
+    } else if (tail > 0 || before.byKind.get(k[0])?.has(k[1]) === true) return undefined;
+    mapOf(k[0]).set(k[1], record);
+  }
+  for (const id of gone) {
+    if (put.has(id)) continue;
+    const slash = id.indexOf('/');
+    mapOf(id.slice(0, slash)).delete(id.slice(slash + 1));
+  }
+  for (const [kind, map] of copied) if (map.size === 0) byKind.delete(kind);
+  return byKind;
+}
 
 export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
   const known = indexes.get(snapshot);
-  if (known && known.org === org) return known;
-  const byKind = new Map<string, Map<string, RawRecord>>();
-  let orgRecord: RawRecord | undefined;
-  for (const record of snapshot.records) {
-    const full = recordKey(record);
-    if (full === undefined) continue;
-    const kind = record.kind as string;
-    if (kind === 'org') orgRecord = record;
-    // `kind/name` or `kind/gvc/name`: the index is per kind.
-    const key = full.slice(kind.length + 1);
-    let map = byKind.get(kind);
-    if (!map) byKind.set(kind, (map = new Map()));
-    if (!map.has(key)) map.set(key, record);
-  }
+  if (known && known.index.org === org) return known.index;
+  const records = snapshot.records;
+  const changed = last !== undefined && last.index.org === org ? changedIndex(last, records) : undefined;
+  const { byKind, duplicates } = changed !== undefined ? { byKind: changed, duplicates: false } : fullIndex(records);
   const empty = new Map<string, RawRecord>();
+  // The org record (only one is valid: the last, were there several).
+  const orgRecord = [...byKind.get('org')?.values() ?? []].pop();
   const index: RecordIndex = { org, orgRecord, of: (kind) => byKind.get(kind) ?? empty };
-  indexes.set(snapshot, index);
+  const made = { index, records, byKind, duplicates };
+  indexes.set(snapshot, made);
+  last = made;
   return index;
 }
 
