@@ -3,7 +3,14 @@
  * does not move with the machine's load, so two builds can be compared on a noisy machine.
  *
  *   npm run build && npx tsc -p bench/tsconfig.json
- *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000]
+ *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000] [--path P]
+ *
+ * `--path` chooses the process counted and the load (bench/README.md): `plain` (default) the
+ * untagged sidecar over cleartext HTTP/1.1; `https-ingress` the ingress's TLS listener (`--listen-tls`,
+ * HTTP/1.1 over TLS 1.3, keep-alive); `https-close` the same with `Connection: close` on every
+ * request (a TCP connection and a full handshake each); `mtls-hop` the caller sidecar of the mesh hop
+ * (its outbound listener in cleartext, the target's mTLS listener upstream; the target sidecar runs
+ * outside valgrind).
  *
  * Each `--root` (a checkout with dist/ built; default: this one) runs a sidecar under
  * `valgrind --tool=cachegrind --cache-sim=no`, with V8's background threads off (`--single-threaded`,
@@ -20,16 +27,26 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Fleet } from './lib/fleet.js';
+import { internalHost } from './lib/mesh.js';
 import { commandExists, freePorts, httpRequest, runCommand, waitUntil } from './lib/proc.js';
-import { GVC, ROOT, sidecarArgs } from './lib/svc.js';
+import { GVC, ROOT, hostOf, ingressArgs, sidecarArgs } from './lib/svc.js';
+
+const PATHS = ['plain', 'https-ingress', 'https-close', 'mtls-hop'] as const;
+type PathName = (typeof PATHS)[number];
 
 const { values: flags } = parseArgs({
   options: {
     root: { type: 'string', multiple: true },
     warmup: { type: 'string', default: '5000' },
     requests: { type: 'string', default: '15000' },
+    path: { type: 'string', default: 'plain' },
   },
 });
+if (!(PATHS as readonly string[]).includes(flags.path!)) {
+  process.stderr.write(`--path must be one of ${PATHS.join(', ')}\n`);
+  process.exit(2);
+}
+const which = flags.path as PathName;
 const roots = (flags.root ?? [ROOT]).map((r) => path.resolve(r));
 const warmup = Number(flags.warmup);
 const requests = Number(flags.requests);
@@ -40,22 +57,56 @@ for (const tool of ['valgrind', 'h2load']) {
   }
 }
 
-/** Total instructions of a sidecar process from `root` that answered `n` requests. */
-async function count(root: string, records: string, app: string, n: number): Promise<number> {
-  const [port, admin] = await freePorts(2);
+/** What is counted: the svcproxy command line (after `bin/svcproxy.js`) and where h2load sends its load. */
+interface Counted {
+  args: string[];
+  admin: number;
+  url: string;
+  /** h2load's extra fields (`:authority`, which it sends as Host over HTTP/1.1; `connection`). */
+  fields: string[];
+}
+
+/** The process `--path` counts, on fresh ports (two roots run side by side). */
+async function counted(fleet: Fleet, app: string): Promise<Counted> {
+  const [port, admin, secure] = await freePorts(3);
+  const common = ['--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0'];
+  switch (which) {
+    case 'plain':
+      return { args: ['sidecar', ...sidecarArgs([fleet.config.records], 'plain', app, GVC), ...common], admin: admin!, url: `http://127.0.0.1:${port}/`, fields: [] };
+    case 'https-ingress':
+    case 'https-close': {
+      const { cert, key } = fleet.serverCert();
+      return {
+        args: ['ingress', ...ingressArgs([fleet.config.records, fleet.config.deployments]), '--listen-tls', `127.0.0.1:${secure}`, '--tls-cert', cert, '--tls-key', key, ...common],
+        admin: admin!,
+        url: `https://127.0.0.1:${secure}/`,
+        fields: [':authority: ' + hostOf('api'), ...(which === 'https-close' ? ['connection: close'] : [])],
+      };
+    }
+    case 'mtls-hop': {
+      // The caller's own arguments, its outbound (`--mesh`) listener moved to a port of its own.
+      const launch = await fleet.meshLaunch('sc-mcall');
+      const args = [...launch.args];
+      args[args.indexOf('--mesh') + 1] = `127.0.0.1:${secure}`;
+      return { args: [launch.role, ...args, ...common], admin: admin!, url: `http://127.0.0.1:${secure}/`, fields: [':authority: ' + internalHost()] };
+    }
+  }
+}
+
+/** Total instructions of a process from `root` that answered `n` requests. */
+async function count(root: string, fleet: Fleet, app: string, n: number): Promise<number> {
+  const what = await counted(fleet, app);
   const args = [
     '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
-    process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), 'sidecar',
-    ...sidecarArgs([records], 'plain', app, GVC),
-    '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0',
+    process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), ...what.args,
   ];
   const child = spawn('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
-    await waitUntil(async () => (await httpRequest(admin!, { path: '/ready', timeoutMs: 5000 })).status === 200, 180_000, `${root} under valgrind /ready`);
-    const load = await runCommand('h2load', ['--h1', '-n', String(n), '-c', '50', `http://127.0.0.1:${port}/`], { timeoutMs: 1_800_000 });
+    await waitUntil(async () => (await httpRequest(what.admin, { path: '/ready', timeoutMs: 5000 })).status === 200, 180_000, `${root} under valgrind /ready`);
+    const load = await runCommand('h2load', ['--h1', '-n', String(n), '-c', '50', ...what.fields.flatMap((f) => ['-H', f]), what.url], { timeoutMs: 3_600_000 });
     const done = /(\d+) succeeded/.exec(load.stdout);
     if (Number(done?.[1]) !== n) throw new Error(`h2load: not every request succeeded:\n${load.stdout.slice(-600)}`);
   } finally {
@@ -72,14 +123,17 @@ const fleet = await Fleet.create(work, {}, 10);
 try {
   const up = await fleet.get('up-http');
   const app = `127.0.0.1:${up.port}`;
+  // The mesh hop's target sidecar runs outside valgrind, shared by the roots' callers.
+  if (which === 'mtls-hop') await fleet.get('sc-mtarget');
+  if (which.startsWith('https')) await fleet.get('up-grpc');
   const rows = await Promise.all(
     roots.map(async (root) => {
-      const before = await count(root, fleet.config.records, app, warmup);
-      const after = await count(root, fleet.config.records, app, warmup + requests);
+      const before = await count(root, fleet, app, warmup);
+      const after = await count(root, fleet, app, warmup + requests);
       return { root, perRequest: Math.round((after - before) / requests) };
     }),
   );
-  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request  ${r.root}\n`);
+  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request (${which})  ${r.root}\n`);
 } finally {
   await fleet.stopAll();
   rmSync(work, { recursive: true, force: true });
