@@ -6,7 +6,8 @@
  *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000] [--path P]
  *
  * `--path` chooses the process counted and the load (bench/README.md): `plain` (default) the
- * untagged sidecar over cleartext HTTP/1.1; `https-ingress` the ingress's TLS listener (`--listen-tls`,
+ * untagged sidecar over cleartext HTTP/1.1; `http-ingress` the ingress's plaintext listener (the same
+ * process as the next); `https-ingress` the ingress's TLS listener (`--listen-tls`,
  * HTTP/1.1 over TLS 1.3, keep-alive); `https-close` the same with `Connection: close` on every
  * request (a TCP connection and a full handshake each); `mtls-hop` the caller sidecar of the mesh hop
  * (its outbound listener in cleartext, the target's mTLS listener upstream; the target sidecar runs
@@ -31,7 +32,7 @@ import { internalHost } from './lib/mesh.js';
 import { commandExists, freePorts, httpRequest, runCommand, waitUntil } from './lib/proc.js';
 import { GVC, ROOT, hostOf, ingressArgs, sidecarArgs } from './lib/svc.js';
 
-const PATHS = ['plain', 'https-ingress', 'https-close', 'mtls-hop'] as const;
+const PATHS = ['plain', 'http-ingress', 'https-ingress', 'https-close', 'mtls-hop'] as const;
 type PathName = (typeof PATHS)[number];
 
 const { values: flags } = parseArgs({
@@ -73,13 +74,15 @@ async function counted(fleet: Fleet, app: string): Promise<Counted> {
   switch (which) {
     case 'plain':
       return { args: ['sidecar', ...sidecarArgs([fleet.config.records], 'plain', app, GVC), ...common], admin: admin!, url: `http://127.0.0.1:${port}/`, fields: [] };
+    case 'http-ingress':
     case 'https-ingress':
     case 'https-close': {
+      // The same ingress process with its TLS listener; http-ingress loads its plaintext one.
       const { cert, key } = fleet.serverCert();
       return {
         args: ['ingress', ...ingressArgs([fleet.config.records, fleet.config.deployments]), '--listen-tls', `127.0.0.1:${secure}`, '--tls-cert', cert, '--tls-key', key, ...common],
         admin: admin!,
-        url: `https://127.0.0.1:${secure}/`,
+        url: which === 'http-ingress' ? `http://127.0.0.1:${port}/` : `https://127.0.0.1:${secure}/`,
         fields: [':authority: ' + hostOf('api'), ...(which === 'https-close' ? ['connection: close'] : [])],
       };
     }
@@ -125,7 +128,7 @@ try {
   const app = `127.0.0.1:${up.port}`;
   // The mesh hop's target sidecar runs outside valgrind, shared by the roots' callers.
   if (which === 'mtls-hop') await fleet.get('sc-mtarget');
-  if (which.startsWith('https')) await fleet.get('up-grpc');
+  if (which.includes('ingress') || which === 'https-close') await fleet.get('up-grpc');
   const rows = await Promise.all(
     roots.map(async (root) => {
       const before = await count(root, fleet, app, warmup);
