@@ -72,6 +72,8 @@ const FOREIGN: Record<string, string> = {
   'all-gvcs': 'cpln workload get',
   duration: 'npm run bench',
   'trace-gc': 'node (V8\'s garbage-collection trace)',
+  path: 'node bench/dist/instructions.js',
+  'perf-basic-prof': 'node (V8\'s symbol map for perf)',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
