@@ -25,8 +25,6 @@ export interface Handle {
   port: number;
   /** h2c port of nginx / HAProxy. */
   h2Port?: number;
-  /** HTTPS port of nginx and of the TLS ingresses. */
-  tlsPort?: number;
   /** Stats port of the auth server, the OTLP sink and the access-log sink. */
   statsPort?: number;
   procs: Proc[];
@@ -234,7 +232,7 @@ export class Fleet {
           const tls = { listen: p['nginx-tls'], ...this.serverCert() };
           const proc = startNginx(dir, { ...ports, tls }, this.logDir);
           for (const port of [ports.listen, ports.listenH2, tls.listen]) await this.listening(proc, port);
-          return { name, port: ports.listen, h2Port: ports.listenH2, tlsPort: tls.listen, procs: [proc] };
+          return { name, port: ports.listen, h2Port: ports.listenH2, procs: [proc] };
         }
         const proc = startHaproxy(dir, ports, this.logDir);
         await this.listening(proc, ports.listen);
@@ -302,7 +300,7 @@ export class Fleet {
         const svc = launchSvc({ name, role: 'ingress', args, port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
         await waitReady(svc);
         await waitUntil(async () => (await httpRequest(p[name], { host: hostOf('api') })).status === 200, 15_000, `${name} → app answering 200`, svc.proc);
-        return { name, port: p[name], tlsPort: secure, procs: [svc.proc] };
+        return { name, port: p[name], procs: [svc.proc] };
       }
       case 'sc-mtarget':
       case 'sc-itarget':

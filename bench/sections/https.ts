@@ -17,12 +17,14 @@ async function negotiated(t: Target): Promise<string | undefined> {
   return `negotiated ${r.tlsProtocol ?? '?'}, ${r.tlsCipher ?? '?'}`;
 }
 
+/** A row's key in the keep-alive table, or in the new-connection one (`…-close`). */
+const keyOf = (key: string, close: boolean): string => (close ? `${key}-close` : key);
+
 function rows(tools: Record<string, string | undefined>, close: boolean): BenchRow[] {
   const nginx = tools.nginx ? {} : { skip: 'nginx not installed' };
   const api = hostOf('api');
-  const k = (key: string): string => (close ? `${key}-close` : key);
   const secure = (key: string, name: string, proxy: string, target: (f: Fleet) => Target, extra: Partial<BenchRow> = {}): BenchRow =>
-    ({ key: k(key), name, proxy: [proxy], target, summary: (f) => negotiated(target(f)).catch(() => undefined), ...extra });
+    ({ key: keyOf(key, close), name, proxy: [proxy], target, summary: (f) => negotiated(target(f)).catch(() => undefined), ...extra });
   const out: BenchRow[] = [
     secure('nginx-tls', 'nginx, 1 worker, HTTPS (TLS 1.3)', 'nginx', (f) => ({ port: f.ports['nginx-tls'], tls: true, close }), nginx),
     secure('relay-tls', 'Node TLS relay (tls server → plain upstream)', 'relay-tls', (f) => ({ port: f.ports['relay-tls'], tls: true, close })),
@@ -42,7 +44,7 @@ function rows(tools: Record<string, string | undefined>, close: boolean): BenchR
 /** The keep-alive table and the new-connection-per-request one; each row of the second is keyed `…-close`. */
 export function httpsSections(tools: Record<string, string | undefined>): SectionSpec[] {
   const spec = (close: boolean): SectionSpec => {
-    const k = (key: string): string => (close ? `${key}-close` : key);
+    const k = (key: string): string => keyOf(key, close);
     return {
       id: 'https',
       title: close ? 'HTTPS at the ingress, a new connection per request' : 'HTTPS at the ingress, keep-alive',
