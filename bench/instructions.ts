@@ -112,7 +112,10 @@ async function count(root: string, fleet: Fleet, app: string, n: number): Promis
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
-    await waitUntil(async () => (await httpRequest(what.admin, { path: '/ready', timeoutMs: 5000 })).status === 200, 600_000, `${root} under valgrind /ready`);
+    // A process that exits first (a port taken meanwhile by another run) fails the count at once.
+    const died = exited.then(() => Promise.reject(new Error(`${root} under valgrind exited before /ready:\n${stderr.slice(-600)}`)));
+    died.catch(() => undefined);
+    await Promise.race([waitUntil(async () => (await httpRequest(what.admin, { path: '/ready', timeoutMs: 5000 })).status === 200, 600_000, `${root} under valgrind /ready`), died]);
     const load = await runCommand('h2load', ['--h1', '-n', String(n), '-c', String(what.clients ?? 50), ...what.fields.flatMap((f) => ['-H', f]), what.url], { timeoutMs: 3_600_000 });
     // Every request answered; a few 5xx are let through (at most 1%: under valgrind the mesh hop's
     // readiness probes of its target can time out), since an error answer is still a request served.
