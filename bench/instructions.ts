@@ -3,13 +3,19 @@
  * does not move with the machine's load, so two builds can be compared on a noisy machine.
  *
  *   npm run build && npx tsc -p bench/tsconfig.json
- *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000] [--h2] [--tagged]
+ *   node bench/dist/instructions.js [--root DIR]... [--warmup 5000] [--requests 15000] [--path P]
  *
- * `--h2`: the clients speak h2c (prior knowledge), 10 connections × 10 concurrent streams, as the
- * HTTP/2 table's load (the sidecar's HTTP/2 listener path: the same session and stream handling as
- * the ingress's); without it, HTTP/1.1 over 50 connections. `--tagged`: the sidecar of the workload
- * with ext auth (gRPC) and rate limiting (`guarded`, the pairs' tagged row), its auth server and
- * rate-limit service started beside it, unmeasured.
+ * `--path` chooses the process counted and the load (bench/README.md): `plain` (default) the
+ * untagged sidecar over cleartext HTTP/1.1; `h2` the same sidecar's HTTP/2 listener path, h2c
+ * (prior knowledge) over 10 connections × 10 concurrent streams as the HTTP/2 table's load (the same
+ * session and stream handling as the ingress's); `tagged` the sidecar of the workload with ext auth
+ * (gRPC) and rate limiting (`guarded`, the pairs' tagged row), its auth server and rate-limit service
+ * started beside it, unmeasured; `http-ingress` the ingress's plaintext listener (the same
+ * process as the next); `https-ingress` the ingress's TLS listener (`--listen-tls`,
+ * HTTP/1.1 over TLS 1.3, keep-alive); `https-close` the same with `Connection: close` on every
+ * request (a TCP connection and a full handshake each); `mtls-hop` the caller sidecar of the mesh hop
+ * (its outbound listener in cleartext, the target's mTLS listener upstream; the target sidecar runs
+ * outside valgrind).
  *
  * Each `--root` (a checkout with dist/ built; default: this one) runs a sidecar under
  * `valgrind --tool=cachegrind --cache-sim=no`, with V8's background threads off (`--single-threaded`,
@@ -26,23 +32,29 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Fleet } from './lib/fleet.js';
+import { internalHost } from './lib/mesh.js';
 import { commandExists, freePorts, httpRequest, runCommand, waitUntil } from './lib/proc.js';
-import { GVC, ROOT, sidecarArgs } from './lib/svc.js';
+import { GVC, ROOT, hostOf, ingressArgs, sidecarArgs } from './lib/svc.js';
+
+const PATHS = ['plain', 'h2', 'tagged', 'http-ingress', 'https-ingress', 'https-close', 'mtls-hop'] as const;
+type PathName = (typeof PATHS)[number];
 
 const { values: flags } = parseArgs({
   options: {
     root: { type: 'string', multiple: true },
     warmup: { type: 'string', default: '5000' },
     requests: { type: 'string', default: '15000' },
-    h2: { type: 'boolean', default: false },
-    tagged: { type: 'boolean', default: false },
+    path: { type: 'string', default: 'plain' },
   },
 });
+if (!(PATHS as readonly string[]).includes(flags.path!)) {
+  process.stderr.write(`--path must be one of ${PATHS.join(', ')}\n`);
+  process.exit(2);
+}
+const which = flags.path as PathName;
 const roots = (flags.root ?? [ROOT]).map((r) => path.resolve(r));
 const warmup = Number(flags.warmup);
 const requests = Number(flags.requests);
-const workload = flags.tagged ? 'guarded' : 'plain';
-const client = flags.h2 ? ['-c', '10', '-m', '10'] : ['--h1', '-c', '50'];
 for (const tool of ['valgrind', 'h2load']) {
   if (!commandExists(tool)) {
     process.stderr.write(`${tool} is needed (apt-get install -y ${tool === 'h2load' ? 'nghttp2-client' : tool})\n`);
@@ -50,24 +62,80 @@ for (const tool of ['valgrind', 'h2load']) {
   }
 }
 
-/** Total instructions of a sidecar process from `root` that answered `n` requests. */
-async function count(root: string, records: string, app: string, n: number): Promise<number> {
-  const [port, admin] = await freePorts(2);
+/** What is counted: the svcproxy command line (after `bin/svcproxy.js`) and where h2load sends its load. */
+interface Counted {
+  args: string[];
+  admin: number;
+  url: string;
+  /** h2load's extra fields (`:authority`, which it sends as Host over HTTP/1.1; `connection`). */
+  fields: string[];
+  /** h2load's connections (default 50). */
+  clients?: number;
+  /** h2c with this many concurrent streams a connection, instead of HTTP/1.1. */
+  streams?: number;
+}
+
+/** The process `--path` counts, on fresh ports (two roots run side by side). */
+async function counted(fleet: Fleet, app: string): Promise<Counted> {
+  const [port, admin, secure] = await freePorts(3);
+  const common = ['--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0'];
+  switch (which) {
+    case 'plain':
+    case 'h2':
+    case 'tagged':
+      return {
+        args: ['sidecar', ...sidecarArgs([fleet.config.records], which === 'tagged' ? 'guarded' : 'plain', app, GVC), ...common],
+        admin: admin!,
+        url: `http://127.0.0.1:${port}/`,
+        fields: [],
+        ...(which === 'h2' ? { clients: 10, streams: 10 } : {}),
+      };
+    case 'http-ingress':
+    case 'https-ingress':
+    case 'https-close': {
+      // The same ingress process with its TLS listener; http-ingress loads its plaintext one.
+      const { cert, key } = fleet.serverCert();
+      return {
+        args: ['ingress', ...ingressArgs([fleet.config.records, fleet.config.deployments]), '--listen-tls', `127.0.0.1:${secure}`, '--tls-cert', cert, '--tls-key', key, ...common],
+        admin: admin!,
+        url: which === 'http-ingress' ? `http://127.0.0.1:${port}/` : `https://127.0.0.1:${secure}/`,
+        fields: [':authority: ' + hostOf('api'), ...(which === 'https-close' ? ['connection: close'] : [])],
+      };
+    }
+    case 'mtls-hop': {
+      // The caller's own arguments, its outbound (`--mesh`) listener moved to a port of its own.
+      const launch = await fleet.meshLaunch('sc-mcall');
+      const args = [...launch.args];
+      args[args.indexOf('--mesh') + 1] = `127.0.0.1:${secure}`;
+      // 10 connections, not 50: each needs a pooled mTLS connection, and 50 handshakes at once under
+      // valgrind outlast the pool's 10 s connect timeout.
+      return { args: [launch.role, ...args, ...common], admin: admin!, url: `http://127.0.0.1:${secure}/`, fields: [':authority: ' + internalHost()], clients: 10 };
+    }
+  }
+}
+
+/** Total instructions of a process from `root` that answered `n` requests. */
+async function count(root: string, fleet: Fleet, app: string, n: number): Promise<number> {
+  const what = await counted(fleet, app);
   const args = [
     '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
-    process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), 'sidecar',
-    ...sidecarArgs([records], workload, app, GVC),
-    '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0',
+    process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), ...what.args,
   ];
   const child = spawn('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
-    await waitUntil(async () => (await httpRequest(admin!, { path: '/ready', timeoutMs: 5000 })).status === 200, 180_000, `${root} under valgrind /ready`);
-    const load = await runCommand('h2load', [...client, '-n', String(n), `http://127.0.0.1:${port}/`], { timeoutMs: 1_800_000 });
-    const done = /(\d+) succeeded/.exec(load.stdout);
-    if (Number(done?.[1]) !== n) throw new Error(`h2load: not every request succeeded:\n${load.stdout.slice(-600)}`);
+    // A process that exits first (a port taken meanwhile by another run) fails the count at once.
+    const died = exited.then(() => Promise.reject(new Error(`${root} under valgrind exited before /ready:\n${stderr.slice(-600)}`)));
+    died.catch(() => undefined);
+    await Promise.race([waitUntil(async () => (await httpRequest(what.admin, { path: '/ready', timeoutMs: 5000 })).status === 200, 600_000, `${root} under valgrind /ready`), died]);
+    const protocol = what.streams ? ['-m', String(what.streams)] : ['--h1'];
+    const load = await runCommand('h2load', [...protocol, '-n', String(n), '-c', String(what.clients ?? 50), ...what.fields.flatMap((f) => ['-H', f]), what.url], { timeoutMs: 3_600_000 });
+    // Every request answered; a few 5xx are let through (at most 1%: under valgrind the mesh hop's
+    // readiness probes of its target can time out), since an error answer is still a request served.
+    const done = /(\d+) done, (\d+) succeeded/.exec(load.stdout);
+    if (Number(done?.[1]) !== n || Number(done?.[2]) < n * 0.99) throw new Error(`h2load: not every request succeeded:\n${load.stdout.slice(-600)}`);
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -82,16 +150,18 @@ const fleet = await Fleet.create(work, {}, 10);
 try {
   const up = await fleet.get('up-http');
   const app = `127.0.0.1:${up.port}`;
-  if (flags.tagged) await Promise.all([fleet.get('authz'), fleet.get('ratelimit')]);
+  // The mesh hop's target sidecar runs outside valgrind, shared by the roots' callers.
+  if (which === 'mtls-hop') await fleet.get('sc-mtarget');
+  if (which === 'tagged') await Promise.all([fleet.get('authz'), fleet.get('ratelimit')]);
+  if (which.includes('ingress') || which === 'https-close') await fleet.get('up-grpc');
   const rows = await Promise.all(
     roots.map(async (root) => {
-      const before = await count(root, fleet.config.records, app, warmup);
-      const after = await count(root, fleet.config.records, app, warmup + requests);
+      const before = await count(root, fleet, app, warmup);
+      const after = await count(root, fleet, app, warmup + requests);
       return { root, perRequest: Math.round((after - before) / requests) };
     }),
   );
-  const what = `${flags.tagged ? 'ext auth + rate limit' : 'untagged'} sidecar, ${flags.h2 ? 'h2c' : 'HTTP/1.1'}`;
-  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request (${what})  ${r.root}\n`);
+  for (const r of rows) process.stdout.write(`${r.perRequest.toLocaleString('en-US')} instructions a request (${which})  ${r.root}\n`);
 } finally {
   await fleet.stopAll();
   rmSync(work, { recursive: true, force: true });

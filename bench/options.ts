@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 
 // The 10,000-workload section runs last: its readiness probes leave tens of thousands of sockets in
 // TIME_WAIT for a minute, which would disturb whatever ran next.
-const SECTIONS = ['http', 'targets', 'mesh', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'memory', 'soak', 'profile', 'scale'] as const;
+const SECTIONS = ['http', 'targets', 'https', 'mesh', 'body', 'h2', 'grpc', 'rls', 'ws', 'idle', 'memory', 'soak', 'profile', 'scale'] as const;
 export type SectionId = (typeof SECTIONS)[number];
 
 const HELP = `npm run bench -- [options]

@@ -24,6 +24,7 @@ import { bodySection } from './sections/body.js';
 import { grpcSection } from './sections/grpc.js';
 import { h2Section } from './sections/h2.js';
 import { httpSection } from './sections/http.js';
+import { httpsSections } from './sections/https.js';
 import { type IdleRow, idleMarkdown, runIdle } from './sections/idle.js';
 import { type MemoryResult, memoryMarkdown, runMemory } from './sections/memory.js';
 import { meshSection } from './sections/mesh.js';
@@ -64,6 +65,7 @@ async function main(): Promise<number> {
   try {
     if (tools.found.wrk && wanted('http')) sections.push(await runSection(fleet, httpSection(tools.found)));
     if (tools.found.wrk && wanted('targets')) pairs = await runTargets(fleet, targetPairs(tools.found), 'paired targets', opts.shortDuration);
+    if (tools.found.wrk && wanted('https')) for (const s of httpsSections(tools.found)) sections.push(await runSection(fleet, s));
     if (tools.found.wrk && wanted('mesh')) sections.push(await runSection(fleet, meshSection()));
     if (tools.found.wrk && wanted('body')) sections.push(await runSection(fleet, bodySection(tools.found, workDir)));
     if (tools.found.h2load && wanted('h2')) sections.push(await runSection(fleet, h2Section(tools.found)));

@@ -35,11 +35,13 @@ export const BACKENDS = new Set(['up-http', 'up-h2c', 'up-grpc', 'authz', 'otlp'
 
 const PORT_NAMES = [
   'up-http', 'up-h2c', 'up-grpc', 'authz', 'authz-stats', 'otlp', 'otlp-stats', 'als', 'als-stats', 'ratelimit', 'ratelimit-admin',
-  'nginx', 'nginx-h2', 'haproxy', 'haproxy-h2', 'caddy', 'hp3', 'fastify', 'relay', 'relay-tls',
+  'nginx', 'nginx-h2', 'nginx-tls', 'haproxy', 'haproxy-h2', 'caddy', 'hp3', 'fastify', 'relay', 'relay-tls',
   'sc-plain', 'sc-plain-admin', 'sc-workers', 'sc-workers-admin', 'sc-chain', 'sc-chain-admin', 'ingress', 'ingress-admin', 'sc-guarded', 'sc-guarded-admin',
   'sc-traced', 'sc-traced-admin', 'sc-h2', 'sc-h2-admin', 'sc-grpc', 'sc-grpc-admin',
   'sc-limited', 'sc-limited-admin', 'sc-authed', 'sc-authed-admin', 'sc-logged', 'sc-logged-admin', 'sc-als', 'sc-als-admin',
   'redis', 'rls-mem', 'rls-mem-admin', 'rls-redis', 'rls-redis-admin', 'rls-redis-b', 'rls-redis-b-admin',
+  // The HTTPS section: ingresses with a TLS listener beside their plain one, one process and two workers.
+  'ingress-tls', 'ingress-tls-admin', 'ingress-tls-secure', 'ingress-tls2', 'ingress-tls2-admin', 'ingress-tls2-secure',
   'ingress-10', 'ingress-10-admin', 'ingress-10k', 'ingress-10k-admin', 'ingress-10k-10', 'ingress-10k-10-admin',
   // The mesh section: caller sidecar (listen, admin, outbound), its mTLS target (listen, admin, mTLS);
   // the plaintext control's caller and target; the ingress's mesh listener and its mTLS target.
@@ -226,7 +228,13 @@ export class Fleet {
         const dir = path.join(this.workDir, name);
         mkdirSync(dir, { recursive: true });
         const ports = { listen: p[name], listenH2: p[`${name}-h2`], upstream: p['up-http'] };
-        const proc = name === 'nginx' ? startNginx(dir, ports, this.logDir) : startHaproxy(dir, ports, this.logDir);
+        if (name === 'nginx') {
+          const tls = { listen: p['nginx-tls'], ...this.serverCert() };
+          const proc = startNginx(dir, { ...ports, tls }, this.logDir);
+          for (const port of [ports.listen, ports.listenH2, tls.listen]) await this.listening(proc, port);
+          return { name, port: ports.listen, h2Port: ports.listenH2, procs: [proc] };
+        }
+        const proc = startHaproxy(dir, ports, this.logDir);
         await this.listening(proc, ports.listen);
         await this.listening(proc, ports.listenH2);
         return { name, port: ports.listen, h2Port: ports.listenH2, procs: [proc] };
@@ -288,6 +296,20 @@ export class Fleet {
         // Ready means listening; the deployment replicas are usable once their first probe passed.
         await waitUntil(async () => (await httpRequest(p.ingress, { host: hostOf('api') })).status === 200, 15_000, 'ingress → app answering 200', svc.proc);
         return { name, port: p.ingress, procs: [svc.proc] };
+      }
+      case 'ingress-tls':
+      case 'ingress-tls2': {
+        // The HTTP table's ingress with a TLS listener too (the bench's certificate); ingress-tls2
+        // with --workers 2 (a primary and two workers sharing both listeners).
+        await Promise.all([this.get('up-http'), this.get('up-grpc')]);
+        const { cert, key } = this.serverCert();
+        const secure = p[`${name}-secure`];
+        const args = [...ingressArgs([this.config.records, this.config.deployments]), '--listen-tls', `127.0.0.1:${secure}`, '--tls-cert', cert, '--tls-key', key];
+        if (name === 'ingress-tls2') args.push('--workers', '2');
+        const svc = launchSvc({ name, role: 'ingress', args, port: p[name], adminPort: p[`${name}-admin`], logDir: this.logDir });
+        await waitReady(svc);
+        await waitUntil(async () => (await httpRequest(p[name], { host: hostOf('api') })).status === 200, 15_000, `${name} → app answering 200`, svc.proc);
+        return { name, port: p[name], procs: [svc.proc] };
       }
       case 'sc-mtarget':
       case 'sc-itarget':

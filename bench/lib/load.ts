@@ -61,6 +61,8 @@ export interface WrkOptions {
   connections: number;
   seconds: number;
   host?: string;
+  /** Other request fields, `Name: value` each (`Connection: close`: a new connection per request). */
+  headers?: string[];
   /** A Lua script (request method/body). */
   script?: string;
   timeoutSeconds?: number;
@@ -69,6 +71,7 @@ export interface WrkOptions {
 export async function wrk(opts: WrkOptions): Promise<Load> {
   const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', `--timeout`, `${opts.timeoutSeconds ?? 10}s`];
   if (opts.host) args.push('-H', `Host: ${opts.host}`);
+  for (const h of opts.headers ?? []) args.push('-H', h);
   if (opts.script) args.push('-s', opts.script);
   args.push(opts.url);
   const r = await runCommand('wrk', args, { timeoutMs: (opts.seconds + 30) * 1000 });

@@ -63,13 +63,17 @@ export interface NginxPorts {
   /** h2c (prior knowledge) listener. */
   listenH2: number;
   upstream: number;
+  /** An HTTPS listener (HTTP/1.1 over TLS 1.3) with this certificate and key (PEM files). */
+  tls?: { listen: number; cert: string; key: string };
 }
 
 /**
  * One worker, upstream keep-alive (64 idle connections kept), no access log (svcproxy runs at
  * `--log-level warn`, which writes none either), request bodies streamed (`proxy_request_buffering
  * off`, as every other row streams), keep-alive request limits lifted on both sides (nginx
- * closes a connection after 1000 requests by default; no other row does).
+ * closes a connection after 1000 requests by default; no other row does). With `ports.tls`, an HTTPS
+ * listener too: TLS 1.3 only, OpenSSL's default TLS 1.3 suites in the client's order (as Node's
+ * `tls` server picks them), no session cache (tickets, nginx's default, stay on).
  */
 export function nginxConfig(dir: string, ports: NginxPorts): string {
   const tmp = (name: string): string => {
@@ -122,7 +126,15 @@ http {
     listen 127.0.0.1:${ports.listenH2} http2;
     location / {${proxy}
     }
-  }
+  }${ports.tls ? `
+  server {
+    listen 127.0.0.1:${ports.tls.listen} ssl;
+    ssl_certificate ${ports.tls.cert};
+    ssl_certificate_key ${ports.tls.key};
+    ssl_protocols TLSv1.3;
+    location / {${proxy}
+    }
+  }` : ''}
 }
 `;
   const file = path.join(dir, 'nginx.conf');

@@ -184,8 +184,9 @@ export interface SimpleResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
-  /** Over TLS (`tls: true`): the protocol negotiated, e.g. TLSv1.3. */
+  /** Over TLS (`tls: true`): the protocol negotiated, e.g. TLSv1.3, and the cipher suite (its standard name). */
   tlsProtocol?: string;
+  tlsCipher?: string;
 }
 
 /** One HTTP/1.1 request on a fresh connection; over TLS with `tls` (the certificate is not checked). */
@@ -206,7 +207,8 @@ export function httpRequest(port: number, opts: { path?: string; host?: string; 
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         const tlsProtocol = opts.tls ? (res.socket as TLSSocket).getProtocol() ?? undefined : undefined;
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ...(tlsProtocol ? { tlsProtocol } : {}) }));
+        const tlsCipher = opts.tls ? (res.socket as TLSSocket).getCipher().standardName : undefined;
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ...(tlsProtocol ? { tlsProtocol } : {}), ...(tlsCipher ? { tlsCipher } : {}) }));
         res.on('error', reject);
       },
     );

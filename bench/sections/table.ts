@@ -18,6 +18,8 @@ export interface Target {
   ports?: number[];
   /** The client speaks TLS to the port (https:// for wrk). */
   tls?: boolean;
+  /** Every request asks for `Connection: close`: a new connection (and TLS handshake) per request. */
+  close?: boolean;
 }
 
 export interface BenchRow extends RowSpec {

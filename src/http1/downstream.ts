@@ -1,7 +1,8 @@
 /**
  * HTTP/1.1 from clients on a cleartext listener, served without Node's HTTP server for as long as
  * the connection sends ordinary requests (`readPlainRequestHead`): no body or one framed by a plain
- * `Content-Length`, no upgrade (an `Upgrade` field without `Connection: upgrade` is no upgrade),
+ * `Content-Length`, a `Connection` of keep-alive or close at most (close: its answer is the last, as
+ * from Node's server), no upgrade (an `Upgrade` field without `Connection: upgrade` is no upgrade),
  * nothing a client would only send on purpose. Such a request gets a
  * request/response pair with the members the proxy uses of Node's `IncomingMessage` and
  * `ServerResponse` (a request with a body is a Readable fed from the socket, with backpressure), and
@@ -140,6 +141,8 @@ class DownstreamConnection implements MessageOwner {
           ? new DownstreamBodyRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket, this)
           : new DownstreamRequest(head.method, head.url, head.headers, head.rawHeaders, this.socket);
         const res = new DownstreamResponse(req, this.socket, this, this.opts.idleTimeoutMs);
+        // The client's last request: its answer says `Connection: close` and ends the connection.
+        if (head.close) res.shouldKeepAlive = false;
         this.current = res;
         (this.socket as Tracked)._httpMessage = res;
         if (req instanceof DownstreamBodyRequest) {

@@ -1,16 +1,16 @@
 /**
  * Reads the head of an HTTP/1.1 request from a client when it has the common, unremarkable shape: a
  * known method, an origin-form target of visible ASCII (or `*`, or an `http(s)://host[:port]` absolute
- * form), `HTTP/1.1`, and fields that are
- * plain tokens with printable values, each name once, and no body or one framed by a plain
- * `Content-Length`. Anything else (`Transfer-Encoding`, a length spelled any other way, a
- * `Connection` other than keep-alive (so an upgrade, which lists `upgrade` there: an `Upgrade` field
- * without it is only informational, RFC 9110 §7.8, and llhttp reads such a request as an ordinary
- * one too), `Expect`, HTTP/1.0, obs-fold, a bare CR or LF, a duplicate
- * field, a control character, an unknown method, a head not yet complete or over the size limit) is
- * declined with `undefined`, and the caller hands the connection to Node's HTTP/1.1 server, which
- * then answers exactly as it always does, errors included. So this reader never decides a request
- * is bad; it only decides a request is ordinary.
+ * form), `HTTP/1.1`, and fields that are plain tokens with printable values, each name once, no body
+ * or one framed by a plain `Content-Length`, and a `Connection` of keep-alive or close alone (close:
+ * the client's last request; its answer says so and ends the connection, as from Node's server).
+ * Anything else (`Transfer-Encoding`, a length spelled any other way, any other `Connection` (so
+ * an upgrade, which lists `upgrade` there: an `Upgrade` field without it is only informational,
+ * RFC 9110 §7.8, and llhttp reads such a request as an ordinary one too), `Expect`, HTTP/1.0,
+ * obs-fold, a bare CR or LF, a duplicate field, a control character, an unknown method, a head not
+ * yet complete or over the size limit) is declined with `undefined`, and the caller hands the
+ * connection to Node's HTTP/1.1 server, which then answers exactly as it always does, errors
+ * included. So this reader never decides a request is bad; it only decides a request is ordinary.
  */
 import { fieldName } from './fields.js';
 
@@ -26,6 +26,8 @@ export interface PlainRequestHead {
   readonly end: number;
   /** Body bytes that follow (`Content-Length`; 0 without one). */
   readonly bodyLength: number;
+  /** `Connection: close`: the client's last request on the connection. */
+  readonly close: boolean;
 }
 
 /** Methods served on the quick path (interned: the head's text maps to these constants). */
@@ -48,16 +50,19 @@ const LENGTH = /^(?:0|[1-9]\d{0,14})$/;
 
 /**
  * Fields whose presence sends the request to Node's server: they frame a body another way, change
- * the connection, or ask for an interim answer. A plain `content-length` and `connection:
- * keep-alive` are kept, and so is `upgrade`: with no `Connection: upgrade` beside it (the only
- * `Connection` kept is keep-alive) it asks for nothing, and the data plane does not forward it.
+ * the connection, or ask for an interim answer. A plain `content-length` and a `connection` of
+ * `keep-alive` or `close` alone are kept, and so is `upgrade`: with no `Connection: upgrade` beside it
+ * (the only `Connection` values kept are those two) it asks for nothing, and the data plane does not
+ * forward it.
  */
 function declinedField(lower: string, value: string): boolean {
   switch (lower) {
     case 'content-length':
       return !LENGTH.test(value);
-    case 'connection':
-      return value.toLowerCase() !== 'keep-alive';
+    case 'connection': {
+      const v = value.toLowerCase();
+      return v !== 'keep-alive' && v !== 'close';
+    }
     case 'transfer-encoding':
     case 'expect':
     case 'http2-settings':
@@ -112,7 +117,11 @@ export function readPlainRequestHead(buf: Buffer, maxHeadBytes: number): PlainRe
     pos = lineEnd + 2;
   }
   const length = headers['content-length'];
-  return { method, url, headers, rawHeaders, end: blank + 4, bodyLength: length === undefined ? 0 : Number(length) };
+  const connection = headers.connection;
+  return {
+    method, url, headers, rawHeaders, end: blank + 4, bodyLength: length === undefined ? 0 : Number(length),
+    close: connection !== undefined && connection.length === 5 && connection.toLowerCase() === 'close',
+  };
 }
 
 function isBlank(code: number): boolean {

@@ -74,11 +74,11 @@ const FOREIGN: Record<string, string> = {
   'trace-gc': 'node (V8\'s garbage-collection trace)',
   'cpu-prof': 'node (V8\'s CPU profile)',
   'cpu-prof-interval': 'node (V8\'s CPU profile)',
-  h2: 'node bench/dist/instructions.js',
-  tagged: 'node bench/dist/instructions.js',
   bundle: 'esbuild',
   splitting: 'esbuild',
   minify: 'esbuild',
+  path: 'node bench/dist/instructions.js',
+  'perf-basic-prof': 'node (V8\'s symbol map for perf)',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);

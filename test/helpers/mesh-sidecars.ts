@@ -153,7 +153,8 @@ export async function stopAndReadLogs(proc: ProxyProcess): Promise<Record<string
   return lines;
 }
 
-export type Direct = { status: number; headers: Record<string, unknown>; body: string } | { error: string };
+/** `cipher`: the TLS suite the connection negotiated (the listener's order decides). */
+export type Direct = { status: number; headers: Record<string, unknown>; body: string; cipher: string } | { error: string };
 
 /**
  * One HTTP/1.1 request straight to an mTLS listener, presenting `client` (or no certificate). The
@@ -175,7 +176,8 @@ export function direct(
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      const cipher = (res.socket as tls.TLSSocket).getCipher().standardName;
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString(), cipher }));
       res.on('error', (err) => resolve({ error: err.message }));
     });
     req.on('error', (err) => resolve({ error: err.message }));

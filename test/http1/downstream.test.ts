@@ -81,7 +81,7 @@ async function exchange(port: number, text: string | string[], waitMs = 3000): P
 }
 
 const normalize = (s: string): string => s.replace(/\r\n(date|Date): [^\r]*/g, '\r\n$1: <date>');
-/** A request whose answer closes the connection (Node's path for both), ending each exchange. */
+/** A request whose answer closes the connection, ending each exchange (the quick path serves it too). */
 const CLOSE = 'GET /close HTTP/1.1\r\nConnection: close\r\n\r\n';
 
 interface Case {
@@ -151,7 +151,7 @@ t.test('the same bytes as Node\'s server', async (t) => {
     const request = `${c.method ?? 'GET'} /x HTTP/1.1\r\nHost: h\r\n\r\n${CLOSE}`;
     const before = { ...p.served };
     const [viaNode, viaQuick] = await Promise.all([exchange(p.node, request), exchange(p.quick, request)]);
-    t.equal(p.served.quick, before.quick + 1, `${c.name}: served on the quick path`);
+    t.ok(p.served.quick > before.quick, `${c.name}: served on the quick path`);
     t.equal(normalize(viaQuick), normalize(viaNode), c.name);
   }
   for (const c of throwing) {
@@ -181,6 +181,29 @@ t.test('pipelined requests are answered in order, the unusual one by Node\'s ser
   const out = await exchange(p.quick, 'GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\nPOST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\nGET /d HTTP/1.1\r\nConnection: close\r\n\r\n');
   t.match(out, /^HTTP\/1\.1 200 OK[^]*\/a#1HTTP\/1\.1 200 OK[^]*\/b#2HTTP\/1\.1 200 OK[^]*\/c#3HTTP\/1\.1 200 OK[^]*Connection: close[^]*\/d#4$/);
   t.equal(p.served.quick - before.quick, 2, 'two on the quick path');
+});
+
+t.test('Connection: close on the quick path: the answer says so, the connection ends, nothing after it is served', async (t) => {
+  const p = await pair(t);
+  p.handler = (req, res) => res.writeHead(200, { 'content-length': req.url!.length }).end(req.url);
+  for (const value of ['close', 'Close', 'CLOSE']) {
+    const request = ['GET /a HTTP/1.1\r\nHost: h\r\n\r\n', `GET /last HTTP/1.1\r\nConnection: ${value}\r\n\r\n`];
+    const before = { ...p.served };
+    const [viaNode, viaQuick] = await Promise.all([exchange(p.node, request), exchange(p.quick, request)]);
+    t.equal(normalize(viaQuick), normalize(viaNode), `Connection: ${value}: the same bytes as Node's server`);
+    t.match(viaQuick, /\/aHTTP\/1\.1 200 OK\r\n[^]*\r\nConnection: close\r\n\r\n\/last$/, 'the last answer says Connection: close');
+    t.equal(p.served.quick - before.quick, 2, 'both served on the quick path');
+  }
+  // A close request with a body: the body is read, then the connection ends.
+  const withBody = await exchange(p.quick, 'POST /b HTTP/1.1\r\nConnection: close\r\nContent-Length: 3\r\n\r\nxyz');
+  t.match(withBody, /^HTTP\/1\.1 200 OK\r\n[^]*Connection: close\r\n\r\n\/b$/);
+  // A request sent behind the last one is not served (RFC 9112 §9.6). Node's own server answers
+  // this one way or another by timing: llhttp refuses data after close, and the error destroys the
+  // connection, with the last answer when it was still in flight.
+  const behind = 'GET /a HTTP/1.1\r\n\r\nGET /last HTTP/1.1\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\n\r\n';
+  const before = p.served.quick;
+  t.match(await exchange(p.quick, behind), /\/aHTTP\/1\.1 200 OK\r\n[^]*\r\nConnection: close\r\n\r\n\/last$/, 'a request behind the last one gets no answer');
+  t.equal(p.served.quick - before, 2, 'nor reaches the handler');
 });
 
 t.test('a head split across reads, and a malformed one, go to Node\'s server', async (t) => {
@@ -396,7 +419,7 @@ t.test('an answer before the body was read: the rest is dropped and the next req
   const [viaNode, viaQuick] = await Promise.all([exchange(p.node, request), exchange(p.quick, request)]);
   t.equal(normalize(viaQuick), normalize(viaNode));
   t.match(viaQuick, /denied[^]*\/after/, 'the request after the dropped body was answered');
-  t.equal(p.served.quick - before, 2, 'both on the quick path');
+  t.equal(p.served.quick - before, 3, 'all three on the quick path');
 });
 
 t.test('a client that leaves mid-body aborts its request', async (t) => {

@@ -29,6 +29,7 @@ t.test('ordinary heads are read', async (t) => {
     rawHeaders: ['Host', 'x.example', 'X-Empty', '', 'Accept', '*/*'],
     end: 'GET /a?b=1 HTTP/1.1\r\nHost: x.example\r\nX-Empty:\r\nAccept:  */* \t\r\n\r\n'.length,
     bodyLength: 0,
+    close: false,
   });
   t.equal(read('POST /p HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc')?.bodyLength, 3, 'a body framed by its length');
   t.equal(read('POST /p HTTP/1.1\r\nContent-Length:  999999999999999 \r\n\r\n')?.bodyLength, 999_999_999_999_999, 'fifteen digits');
@@ -39,6 +40,10 @@ t.test('ordinary heads are read', async (t) => {
   // RFC 9110 §7.8: without `upgrade` in Connection, Upgrade asks for nothing (llhttp agrees; test below).
   t.same(read('POST /x HTTP/1.1\r\nUpgrade: websocket\r\nContent-Length: 5\r\n\r\nhello')?.headers, { upgrade: 'websocket', 'content-length': '5' }, 'an Upgrade field alone');
   t.equal(read('GET / HTTP/1.1\r\nConnection: keep-alive\r\nUpgrade: h2c\r\n\r\n')?.url, '/', 'an Upgrade field beside Connection: keep-alive');
+  // The client's last request: served, and marked so its answer closes the connection.
+  t.equal(read('GET / HTTP/1.1\r\nConnection: close\r\n\r\n')?.close, true, 'Connection: close');
+  t.equal(read('GET / HTTP/1.1\r\nConnection:  Close \r\n\r\n')?.close, true, 'Connection: Close, padded');
+  t.equal(read('GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n')?.close, false, 'Connection: keep-alive');
 });
 
 t.test('everything unusual is left to Node', async (t) => {
@@ -66,7 +71,8 @@ t.test('everything unusual is left to Node', async (t) => {
     ['upgrade', 'GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
     ['upgrade, keep-alive', 'GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n'],
     ['h2c upgrade', 'GET / HTTP/1.1\r\nUpgrade: h2c\r\nHTTP2-Settings: AAA\r\n\r\n'],
-    ['connection close', 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n'],
+    ['connection close and keep-alive', 'GET / HTTP/1.1\r\nConnection: close, keep-alive\r\n\r\n'],
+    ['connection close, te', 'GET / HTTP/1.1\r\nConnection: close, TE\r\n\r\n'],
     ['expect', 'PUT / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n'],
     ['duplicate field', 'GET / HTTP/1.1\r\nX-A: 1\r\nx-a: 2\r\n\r\n'],
     ['duplicate host', 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'],
@@ -290,11 +296,11 @@ t.test(`Upgrade and Connection combinations: the quick reader serves exactly wha
         t.same(verdict, mine, `seed ${SEED}: served by the quick reader, so Node must read it as this ordinary request: ${JSON.stringify(text)}`);
         return;
       }
-      // Declined: fine unless it is ordinary and plain (one Upgrade line at most, no Connection but keep-alive).
+      // Declined: fine unless it is ordinary and plain (one Upgrade line at most, no Connection but keep-alive or close).
       if (verdict === undefined || verdict === 'an upgrade') return;
       const lines = (name: string) => text.split('\r\n').filter((l) => l.toLowerCase().startsWith(`${name}:`));
       const connection = lines('connection');
-      const plain = lines('upgrade').length <= 1 && (connection.length === 0 || (connection.length === 1 && /^connection: keep-alive\s*$/i.test(connection[0]!)));
+      const plain = lines('upgrade').length <= 1 && (connection.length === 0 || (connection.length === 1 && /^connection: (?:keep-alive|close)\s*$/i.test(connection[0]!)));
       if (plain) t.fail(`seed ${SEED}: an ordinary request with an informational Upgrade was declined: ${JSON.stringify(text)}`);
     });
   }

@@ -99,6 +99,26 @@ t.test('HTTPS: ALPN, HTTP/1.1 and h2 through the TLS listener', { timeout: 30_00
   t.equal(seen2.headers.host, HOST);
   t.equal(seen2.headers['x-forwarded-proto'], 'https');
 
+  // A client's last request over TLS (Connection: close, as a client making one request per
+  // connection sends it): answered saying so, then the proxy ends the connection.
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port: tlsPort, ca: cert.cert, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, () => {
+      socket.write(`GET /first HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
+      socket.once('data', () => socket.write(`GET /last HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`));
+    });
+    let out = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => (out += d));
+    socket.setTimeout(5000, () => socket.destroy(new Error('the proxy did not end the connection')));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+  const answers = raw.split(/(?=HTTP\/1\.1 )/);
+  t.equal(answers.length, 2, 'two answers on the connection');
+  t.match(answers[0], /^HTTP\/1\.1 200 OK\r\n[^]*\r\nConnection: keep-alive\r\n/, 'the first kept alive');
+  t.match(answers[1], /^HTTP\/1\.1 200 OK\r\n[^]*\r\nConnection: close\r\n[^]*"url":"\/last"/, 'the last says Connection: close, and the server ended the connection');
+  t.notMatch(answers[1], /"connection":"close"/, 'the client\'s Connection field is not forwarded');
+
   // An unknown host over TLS is still the JSON 404.
   const unknown = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = https.request({ host: '127.0.0.1', port: tlsPort, path: '/', headers: { host: 'nope.app.localhost' }, ca: cert.cert, servername: 'localhost', agent: false }, (res) => {

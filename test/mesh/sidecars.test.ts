@@ -132,6 +132,8 @@ t.test('sidecars and an ingress over mTLS, as processes', async (t) => {
     // A caller holding a valid certificate may dial the listener itself: its own XFCC, in either spelling, must not pass.
     const own = await direct(inB, B_HOST, '/three', { client: a.creds, ca: b.creds.caPem, headers: { 'x-forwarded-client-cert': SPOOF, 'x_forwarded_client_cert': SPOOF } });
     t.equal('status' in own && own.status, 200, "A's own certificate, straight: admitted");
+    // A client offering Node's default order (AES-256-GCM first) gets the mesh's first suite.
+    t.equal('cipher' in own && own.cipher, 'TLS_CHACHA20_POLY1305_SHA256', "the listener's suite order decides: ChaCha20-Poly1305");
     const appSaw = 'body' in own ? (JSON.parse(own.body) as { headers: Record<string, string> }).headers : {};
     t.equal(appSaw['x-forwarded-client-cert'], `By=${uriOf('g1', 'b')};Hash=${aHash};URI=${uriOf('g1', 'a')}`, 'XFCC replaced');
     t.equal(appSaw['x_forwarded_client_cert'], undefined, 'the underscore spelling removed (CGI-style servers read it as XFCC)');
