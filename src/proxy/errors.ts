@@ -92,11 +92,19 @@ export function sendLocalReply(req: DownstreamRequest, res: DownstreamResponse, 
   return { status, bodyBytes: head ? 0 : length };
 }
 
-/** Reset the downstream stream or connection (after headers went out, there is no other answer). */
+/** Why a downstream HTTP/2 stream was reset: its answer could not be completed. */
+const CUT_SHORT = Object.assign(new Error('the answer was cut short'), { code: 'ANSWER_CUT_SHORT' });
+
+/**
+ * Reset the downstream stream or connection (after headers went out, there is no other answer). An
+ * HTTP/2 stream gets RST_STREAM INTERNAL_ERROR at once: `close(code)` would first end its writable
+ * side, and an answer that does not wait for trailers would then go out with END_STREAM, a
+ * cut-short body looking complete to the client.
+ */
 export function destroyResponse(res: DownstreamResponse): void {
   const stream = (res as Http2ServerResponse).stream;
   if (stream) {
-    if (!stream.destroyed) stream.close(2 /* INTERNAL_ERROR */);
+    if (!stream.destroyed) stream.destroy(CUT_SHORT);
     return;
   }
   (res as ServerResponse).socket?.destroy();
