@@ -81,8 +81,9 @@ t.test('mesh tags and egress under up', async (t) => {
     t.equal(filtered.status, 403, 'the mesh port runs the filters (ext_authz down, fail-closed)');
     t.equal(JSON.parse(filtered.body).message, 'external authorization failed');
     const plain = await request(proxyPort('g1/d'), 't.g1.internal.localhost:8081', '/');
-    t.equal(plain.status, 200, 'the excluded port reaches the app without the filters');
-    t.equal(xfccOf(plain.body), undefined, 'and without mTLS (no client certificate to forward)');
+    // Any other answer's body says which part refused it (the activator, the mesh, the app).
+    if (!t.equal(plain.status, 200, 'the excluded port reaches the app without the filters')) t.comment(plain.body);
+    else t.equal(xfccOf(plain.body), undefined, 'and without mTLS (no client certificate to forward)');
   });
 
   await t.test('svc/disableServiceMeshOutboundPort: the caller\'s calls to that port skip the mesh', async (t) => {
