@@ -15,7 +15,11 @@
  * HTTP/1.1 over TLS 1.3, keep-alive); `https-close` the same with `Connection: close` on every
  * request (a TCP connection and a full handshake each); `mtls-hop` the caller sidecar of the mesh hop
  * (its outbound listener in cleartext, the target's mTLS listener upstream; the target sidecar runs
- * outside valgrind).
+ * outside valgrind) and `plain-hop` its plaintext twin (the caller without mesh credentials, the
+ * target's plain listener upstream: the mesh bench's control); `mtls-target` the target sidecar of
+ * the mesh hop (its mTLS listener, `--mesh-inbound`, loaded by a caller sidecar of this checkout
+ * outside valgrind) and `plain-target` its plaintext twin (the same sidecar without mesh
+ * credentials, its plain listener loaded by the plaintext caller).
  *
  * Each `--root` (a checkout with dist/ built; default: this one) runs a sidecar under
  * `valgrind --tool=cachegrind --cache-sim=no`, with V8's background threads off (`--single-threaded`,
@@ -24,7 +28,10 @@
  * the difference of their totals over `requests` is the count a request once the code is warm. The
  * roots run side by side, so give at most two on a 2-core machine, and nothing else should run: a
  * busy machine changes how many requests each event-loop turn handles, and with it the count. Only
- * user space is counted (the kernel's system calls are not). Needs valgrind and h2load.
+ * user space is counted (the kernel's system calls are not). Needs valgrind and h2load. `--keep DIR`
+ * keeps cachegrind's output of each process (`PATH-ROOT-N.cgout`): `cg_diff` of a root's two files
+ * over `requests`, then `cg_annotate`, splits the count by function (OpenSSL, Node's C++, V8's
+ * builtins and collector; the JIT-compiled JavaScript is one unnamed entry).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,11 +39,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Fleet } from './lib/fleet.js';
-import { internalHost } from './lib/mesh.js';
+import { CALLER, internalHost, meshArgs, writeTargetDeployments } from './lib/mesh.js';
 import { commandExists, freePorts, httpRequest, runCommand, waitUntil } from './lib/proc.js';
-import { GVC, ROOT, hostOf, ingressArgs, sidecarArgs } from './lib/svc.js';
+import { GVC, ROOT, hostOf, ingressArgs, launchSvc, sidecarArgs } from './lib/svc.js';
 
-const PATHS = ['plain', 'h2', 'tagged', 'http-ingress', 'https-ingress', 'https-close', 'mtls-hop'] as const;
+const PATHS = ['plain', 'h2', 'tagged', 'http-ingress', 'https-ingress', 'https-close', 'mtls-hop', 'plain-hop', 'mtls-target', 'plain-target'] as const;
 type PathName = (typeof PATHS)[number];
 
 const { values: flags } = parseArgs({
@@ -45,6 +52,8 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '5000' },
     requests: { type: 'string', default: '15000' },
     path: { type: 'string', default: 'plain' },
+    // Keep cachegrind's output files here (one a process counted) for cg_diff and cg_annotate.
+    keep: { type: 'string' },
   },
 });
 if (!(PATHS as readonly string[]).includes(flags.path!)) {
@@ -73,11 +82,18 @@ interface Counted {
   clients?: number;
   /** h2c with this many concurrent streams a connection, instead of HTTP/1.1. */
   streams?: number;
+  /**
+   * A process outside valgrind that h2load talks to instead (the caller sidecar of a counted
+   * target), started once the counted process is ready; `url` is then unused.
+   */
+  loader?: () => Promise<{ url: string; stop(): Promise<void> }>;
 }
 
 /** The process `--path` counts, on fresh ports (two roots run side by side). */
 async function counted(fleet: Fleet, app: string): Promise<Counted> {
-  const [port, admin, secure] = await freePorts(3);
+  // `inbound`: a mesh caller's own mTLS listener (its default, 127.0.0.1:15008, is one port for every
+  // caller on the machine: two roots side by side, or another bench, would collide on it).
+  const [port, admin, secure, inbound] = await freePorts(4);
   const common = ['--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--log-level', 'warn', '--max-event-loop-delay', '0'];
   switch (which) {
     case 'plain':
@@ -107,9 +123,39 @@ async function counted(fleet: Fleet, app: string): Promise<Counted> {
       const launch = await fleet.meshLaunch('sc-mcall');
       const args = [...launch.args];
       args[args.indexOf('--mesh') + 1] = `127.0.0.1:${secure}`;
+      args.push('--mesh-inbound', `127.0.0.1:${inbound}`);
       // 10 connections, not 50: each needs a pooled mTLS connection, and 50 handshakes at once under
       // valgrind outlast the pool's 10 s connect timeout.
       return { args: [launch.role, ...args, ...common], admin: admin!, url: `http://127.0.0.1:${secure}/`, fields: [':authority: ' + internalHost()], clients: 10 };
+    }
+    case 'plain-hop': {
+      // The plaintext control's caller, its outbound listener on a port of its own.
+      const launch = await fleet.meshLaunch('sc-pcall');
+      const args = [...launch.args];
+      args[args.indexOf('--mesh') + 1] = `127.0.0.1:${secure}`;
+      return { args: [launch.role, ...args, ...common], admin: admin!, url: `http://127.0.0.1:${secure}/`, fields: [':authority: ' + internalHost()], clients: 10 };
+    }
+    case 'mtls-target':
+    case 'plain-target': {
+      // The target sidecar counted, on fresh ports (its mTLS listener on `secure`), and a caller of
+      // its own outside valgrind whose deployment folder names that listener.
+      const mtls = which === 'mtls-target';
+      const launch = await fleet.meshLaunch(mtls ? 'sc-mtarget' : 'sc-ptarget');
+      const args = [...launch.args];
+      if (mtls) args[args.indexOf('--mesh-inbound') + 1] = `127.0.0.1:${secure}`;
+      const loader = async (): Promise<{ url: string; stop(): Promise<void> }> => {
+        const [callerPort, callerAdmin, out, callerInbound] = await freePorts(4);
+        const deployments = writeTargetDeployments(mkdtempSync(path.join(work, 'target-')), app, mtls ? { mesh: `127.0.0.1:${secure}` } : { sidecar: `127.0.0.1:${port}` });
+        const callerArgs = [
+          ...sidecarArgs([fleet.mesh.records, deployments], CALLER, app, GVC),
+          ...(mtls ? [...meshArgs((await fleet.meshFiles()).caller), '--mesh-inbound', `127.0.0.1:${callerInbound}`] : []), '--mesh', `127.0.0.1:${out}`,
+        ];
+        const caller = launchSvc({ name: `caller-${callerPort}`, role: 'sidecar', args: callerArgs, port: callerPort!, adminPort: callerAdmin!, logDir: fleet.logDir });
+        // The caller's first answers wait for its first check of the target under valgrind.
+        await waitUntil(async () => (await httpRequest(out!, { host: internalHost(), timeoutMs: 30_000 })).status === 200, 600_000, `caller → ${which} answering 200`, caller.proc, 500);
+        return { url: `http://127.0.0.1:${out}/`, stop: () => caller.proc.stop() };
+      };
+      return { args: [launch.role, ...args, ...common], admin: admin!, url: '', fields: [':authority: ' + internalHost()], clients: 10, loader };
     }
   }
 }
@@ -117,8 +163,9 @@ async function counted(fleet: Fleet, app: string): Promise<Counted> {
 /** Total instructions of a process from `root` that answered `n` requests. */
 async function count(root: string, fleet: Fleet, app: string, n: number): Promise<number> {
   const what = await counted(fleet, app);
+  const out = flags.keep === undefined ? '/dev/null' : path.join(path.resolve(flags.keep), `${which}-${path.basename(root)}-${n}.cgout`);
   const args = [
-    '--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null',
+    '--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${out}`,
     process.execPath, '--single-threaded', path.join(root, 'bin', 'svcproxy.js'), ...what.args,
   ];
   const child = spawn('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -130,8 +177,10 @@ async function count(root: string, fleet: Fleet, app: string, n: number): Promis
     const died = exited.then(() => Promise.reject(new Error(`${root} under valgrind exited before /ready:\n${stderr.slice(-600)}`)));
     died.catch(() => undefined);
     await Promise.race([waitUntil(async () => (await httpRequest(what.admin, { path: '/ready', timeoutMs: 5000 })).status === 200, 600_000, `${root} under valgrind /ready`), died]);
+    const loader = what.loader ? await Promise.race([what.loader(), died]) : undefined;
     const protocol = what.streams ? ['-m', String(what.streams)] : ['--h1'];
-    const load = await runCommand('h2load', [...protocol, '-n', String(n), '-c', String(what.clients ?? 50), ...what.fields.flatMap((f) => ['-H', f]), what.url], { timeoutMs: 3_600_000 });
+    const url = loader?.url ?? what.url;
+    const load = await runCommand('h2load', [...protocol, '-n', String(n), '-c', String(what.clients ?? 50), ...what.fields.flatMap((f) => ['-H', f]), url], { timeoutMs: 3_600_000 }).finally(() => loader?.stop());
     // Every request answered; a few 5xx are let through (at most 1%: under valgrind the mesh hop's
     // readiness probes of its target can time out), since an error answer is still a request served.
     const done = /(\d+) done, (\d+) succeeded/.exec(load.stdout);
@@ -152,6 +201,7 @@ try {
   const app = `127.0.0.1:${up.port}`;
   // The mesh hop's target sidecar runs outside valgrind, shared by the roots' callers.
   if (which === 'mtls-hop') await fleet.get('sc-mtarget');
+  if (which === 'plain-hop') await fleet.get('sc-ptarget');
   if (which === 'tagged') await Promise.all([fleet.get('authz'), fleet.get('ratelimit')]);
   if (which.includes('ingress') || which === 'https-close') await fleet.get('up-grpc');
   const rows = await Promise.all(

@@ -72,6 +72,15 @@ function deployment(replica: Rec): Rec {
   return { kind: 'deployment', name: MESHED, gvc: GVC, status: { locations: [{ name: LOCATION, replicas: [{ name: `${MESHED}-0`, ...replica }] }] } };
 }
 
+/**
+ * A deployment folder of its own naming `meshed`'s replica behind `replica` (`{ mesh: addr }` or
+ * `{ sidecar: addr }`): bench/instructions' callers of a target sidecar counted on fresh ports.
+ */
+export function writeTargetDeployments(dir: string, app: string, replica: Rec): string {
+  writeYaml(path.join(dir, 'deployments.yaml'), [deployment({ address: app, ...replica })]);
+  return dir;
+}
+
 export function writeMeshConfig(dir: string, ports: { app: number; tlsTarget: number; plainTarget: number; ingressTarget: number }): MeshConfig {
   const records = path.join(dir, 'mesh-records');
   writeYaml(path.join(records, 'records.yaml'), [
@@ -82,11 +91,7 @@ export function writeMeshConfig(dir: string, ports: { app: number; tlsTarget: nu
     workload(MESHED),
   ]);
   const app = `127.0.0.1:${ports.app}`;
-  const out = (name: string, replica: Rec): string => {
-    const d = path.join(dir, name);
-    writeYaml(path.join(d, 'deployments.yaml'), [deployment({ address: app, ...replica })]);
-    return d;
-  };
+  const out = (name: string, replica: Rec): string => writeTargetDeployments(path.join(dir, name), app, replica);
   return {
     records,
     deploymentsTls: out('mesh-deployments-tls', { mesh: `127.0.0.1:${ports.tlsTarget}` }),
