@@ -7,7 +7,7 @@
  * its own `worker` label.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { fastHistogram, isSelfRendering, ScrapedMetric, type FastHistogram, type Observer } from './fast-metrics.js';
+import { fastCounter, fastHistogram, isSelfRendering, ScrapedMetric, type FastCounter, type FastHistogram, type Observer } from './fast-metrics.js';
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -33,7 +33,7 @@ export class Metrics {
   readonly ejections: Counter<'workload' | 'location'>;
   readonly retries: Counter<'workload'>;
   /** Mesh requests by caller and target (Istio's `istio_requests_total` labels are the model). */
-  readonly meshRequests: Counter<'reporter' | 'source_workload' | 'source_gvc' | 'destination_workload' | 'destination_gvc' | 'response_code' | 'outcome'>;
+  readonly meshRequests: FastCounter<'reporter' | 'source_workload' | 'source_gvc' | 'destination_workload' | 'destination_gvc' | 'response_code' | 'outcome'>;
   /** mTLS handshakes completed (`side` server: an mTLS listener; client: a caller's dial). */
   readonly meshHandshakes: Counter<'side'>;
   /** mTLS handshakes an mTLS listener refused, by reason. */
@@ -141,12 +141,14 @@ export class Metrics {
       registers,
       aggregator: 'min',
     });
-    this.meshRequests = new Counter({
-      name: 'svcproxy_mesh_requests_total',
-      help: 'Mesh requests by reporter (source: the caller\'s sidecar; destination: the target\'s), caller, target, status and outcome (allowed, denied)',
-      labelNames: ['reporter', 'source_workload', 'source_gvc', 'destination_workload', 'destination_gvc', 'response_code', 'outcome'],
-      registers,
-    });
+    // Counted on both sides of every mesh request: bound children (observation.ts keeps them), not a
+    // prom-client label object hashed and validated on each increment.
+    this.meshRequests = fastCounter(
+      this.registry,
+      'svcproxy_mesh_requests_total',
+      'Mesh requests by reporter (source: the caller\'s sidecar; destination: the target\'s), caller, target, status and outcome (allowed, denied)',
+      ['reporter', 'source_workload', 'source_gvc', 'destination_workload', 'destination_gvc', 'response_code', 'outcome'],
+    );
     this.meshHandshakes = new Counter({
       name: 'svcproxy_mesh_tls_handshakes_total',
       help: 'mTLS handshakes completed (side: server, client)',

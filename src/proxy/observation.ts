@@ -4,10 +4,24 @@
  * upstream time; `svcproxy_mesh_requests_total` on either side of a mesh hop) and one access-log line
  * written at info. Runs exactly once per exchange (`Exchange.finish` is idempotent); never throws.
  */
+import type { Incrementer } from '../admin/fast-metrics.js';
 import type { DataPlaneOptions } from './dataplane-options.js';
 import type { Exchange } from './exchange.js';
 
+/** Keys of `svcproxy_mesh_requests_total`'s children where the exchange has no object to give. */
+const EGRESS = {};
+const NO_TARGET = {};
+const NO_SOURCE = {};
+
 export class Observation {
+  /**
+   * `svcproxy_mesh_requests_total`'s bound children, by target (its workload model; models are
+   * replaced on reload, so the entries go with them), caller (at the target, the identity verified
+   * once per connection; at the caller's side, its listener's caller) and status with outcome: a
+   * mesh request's count is three lookups, with no label object built, hashed or validated.
+   */
+  private readonly meshCounts = new WeakMap<object, WeakMap<object, Map<number, Incrementer>>>();
+
   constructor(private readonly opts: DataPlaneOptions) {}
 
   /** Telemetry, metrics and the access-log line of a finished exchange (requests and tunnels). */
@@ -48,6 +62,21 @@ export class Observation {
 
   /** `svcproxy_mesh_requests_total`: reported by the caller's side and by the target's. */
   private countMesh(ex: Exchange, status: number): void {
+    const caller = ex.meshCaller;
+    const denied = ex.errorCode === 'FIREWALL_BLOCKED';
+    const targetKey = ex.egress !== undefined ? EGRESS : ex.workload ?? NO_TARGET;
+    const sourceKey = caller ?? ex.sourceIdentity ?? NO_SOURCE;
+    let bySource = this.meshCounts.get(targetKey);
+    if (bySource === undefined) this.meshCounts.set(targetKey, (bySource = new WeakMap()));
+    let byStatus = bySource.get(sourceKey);
+    if (byStatus === undefined) bySource.set(sourceKey, (byStatus = new Map()));
+    const statusKey = denied ? -status - 1 : status;
+    let child = byStatus.get(statusKey);
+    if (child === undefined) byStatus.set(statusKey, (child = this.meshChild(ex, status, denied)));
+    child.inc();
+  }
+
+  private meshChild(ex: Exchange, status: number, denied: boolean): Incrementer {
     const target = ex.workload;
     const caller = ex.meshCaller;
     // At the target, the verified caller; at the caller's side, itself.
@@ -56,14 +85,14 @@ export class Observation {
     const source = caller === undefined
       ? { workload: ex.sourceIdentity?.workload, gvc: ex.sourceIdentity?.gvc }
       : { workload: key?.slice(key.indexOf('/') + 1), gvc: caller.gvc };
-    this.opts.metrics.meshRequests.inc({
+    return this.opts.metrics.meshRequests.labels(
       reporter,
-      source_workload: source.workload ?? 'unknown',
-      source_gvc: source.gvc ?? 'unknown',
-      destination_workload: ex.egress !== undefined ? 'egress' : target?.name ?? 'unknown',
-      destination_gvc: ex.egress !== undefined ? 'egress' : target?.gvc ?? 'unknown',
-      response_code: String(status),
-      outcome: ex.errorCode === 'FIREWALL_BLOCKED' ? 'denied' : 'allowed',
-    });
+      source.workload ?? 'unknown',
+      source.gvc ?? 'unknown',
+      ex.egress !== undefined ? 'egress' : target?.name ?? 'unknown',
+      ex.egress !== undefined ? 'egress' : target?.gvc ?? 'unknown',
+      String(status),
+      denied ? 'denied' : 'allowed',
+    );
   }
 }
