@@ -22,6 +22,8 @@ export interface VerifiedPeer {
   readonly der: Buffer;
   /** The last `x-forwarded-client-cert` value made for it, and the target identity it was made for. */
   xfcc?: { readonly by: string; readonly value: string };
+  /** The internal firewall's view of it (`callerOf`), made once per connection. */
+  caller?: MeshCaller;
 }
 
 /**
@@ -69,7 +71,7 @@ export function verifiedPeerOf(req: DownstreamRequest): VerifiedPeer | undefined
 export function callerOf(peer: VerifiedPeer | undefined, org: string): MeshCaller | undefined {
   const id = peer?.identity;
   if (!id || id.org !== org) return undefined;
-  return id.workload !== undefined && id.gvc !== undefined ? { workload: `${id.gvc}/${id.workload}`, gvc: id.gvc } : {};
+  return (peer!.caller ??= id.workload !== undefined && id.gvc !== undefined ? { workload: `${id.gvc}/${id.workload}`, gvc: id.gvc } : {});
 }
 
 /**
@@ -120,13 +122,18 @@ export function sanitizeSet(req: DownstreamRequest, xfcc: string): void {
   const raw = req.rawHeaders;
   let kept = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (strippedAtEdge(raw[i]!.toLowerCase(), [])) continue;
-    raw[kept++] = raw[i]!;
+    const name = raw[i]!;
+    // Every name strippedAtEdge removes starts with `x`: the others are kept without a lower-cased copy.
+    const first = name.charCodeAt(0);
+    if ((first === 120 /* x */ || first === 88 /* X */) && strippedAtEdge(name.toLowerCase(), NO_PREFIXES)) continue;
+    raw[kept++] = name;
     raw[kept++] = raw[i + 1]!;
   }
   raw.length = kept;
   raw.push('x-forwarded-client-cert', xfcc);
   const headers = req.headers;
-  for (const name of Object.keys(headers)) if (strippedAtEdge(name, [])) delete headers[name];
+  for (const name in headers) if (strippedAtEdge(name, NO_PREFIXES)) delete headers[name];
   headers['x-forwarded-client-cert'] = xfcc;
 }
+
+const NO_PREFIXES: readonly string[] = [];
