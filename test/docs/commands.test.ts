@@ -78,6 +78,9 @@ const FOREIGN: Record<string, string> = {
   splitting: 'esbuild',
   minify: 'esbuild',
   path: 'node bench/dist/instructions.js',
+  warmup: 'node bench/dist/instructions.js (and npm run bench)',
+  requests: 'node bench/dist/instructions.js',
+  keep: 'node bench/dist/instructions.js',
   'perf-basic-prof': 'node (V8\'s symbol map for perf)',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
