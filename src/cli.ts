@@ -7,7 +7,7 @@
  * line and exits 2; invalid configuration exits 1 with every error on stderr as
  * `kind/name: json.path: what is wrong`, and a role stopped by SIGINT/SIGTERM drains and exits 0.
  */
-import './v8-flags.js';
+import { modulesLoaded } from './v8-flags.js';
 import './allocator.js';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
@@ -26,6 +26,9 @@ import { parseWorkers } from './cluster/workers.js';
 import { COMMANDS, FLAG_HELP, OPTIONS, UsageError, flagsOf, graceMs, isCommand, limitsFrom, type Command, type FlagName, type Flags } from './flags.js';
 import { COMMAND_HELP, commandHelp, didYouMean, globalHelp, usageHint } from './help.js';
 import { CLIENT_COMMANDS } from './client/words.js';
+
+// Every module above is loaded and evaluated: TurboFan, off while they loaded, optimizes again (src/v8-flags.ts).
+modulesLoaded();
 
 function envName(flag: string): string {
   return `SVCPROXY_${flag.toUpperCase().replace(/-/g, '_')}`;

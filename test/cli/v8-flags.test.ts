@@ -92,3 +92,32 @@ t.test('the young generation does not grow while the program starts, and grows o
   t.equal(grown.starting, held.starting, 'the same start size');
   t.ok(grown.serving > 4 * grown.starting, `after startupDone() it grows (${grown.starting} → ${grown.serving} bytes)`);
 });
+
+/** The functions TurboFan compiled, by name, from `--trace-opt` (`completed compiling` when synchronous). */
+function optimized(out: string): string[] {
+  return [...out.matchAll(/completed (?:compiling|optimizing) \S+ <JSFunction ([^ >]*)/g)].map((m) => m[1]!);
+}
+
+/** A function run hot enough that TurboFan, when on, optimizes it (synchronously: `--no-concurrent-recompilation`). */
+const hot = (name: string): string => `function ${name}(x) { return (x * 31 + 7) % 1000003; }\n{ let s = 0; for (let i = 0; i < 2e5; i++) s += ${name}(i); }`;
+
+t.test('TurboFan is off until modulesLoaded() and optimizes again after it', async (t) => {
+  const flags = pathToFileURL(fileURLToPath(new URL('../../dist/v8-flags.js', import.meta.url))).href;
+  const script = `const { modulesLoaded } = await import(${JSON.stringify(flags)});\n${hot('whileLoading')}\nmodulesLoaded();\n${hot('afterLoading')}`;
+  const names = optimized(traced(['--trace-opt', '--no-concurrent-recompilation', '--input-type=module', '-e', script]));
+  t.notOk(names.includes('whileLoading'), 'the function run before modulesLoaded() is not optimized');
+  t.ok(names.includes('afterLoading'), 'the same function run after it is');
+  const control = optimized(traced(['--trace-opt', '--no-concurrent-recompilation', '--input-type=module', '-e', hot('whileLoading')]));
+  t.ok(control.includes('whileLoading'), 'control: without dist/v8-flags.js the loop is hot enough to be optimized');
+});
+
+t.test("Node's module loader is not optimized while svcproxy's modules load", async (t) => {
+  // Loading some 200 modules makes the loader's own URL and path functions hot.
+  const LOADER = ['getPathFromURLPosix', 'normalizeString', 'isURL'];
+  const flags = pathToFileURL(fileURLToPath(new URL('../../dist/v8-flags.js', import.meta.url))).href;
+  const args = ['--trace-opt', '--no-concurrent-recompilation', '--input-type=module', '-e'];
+  const control = optimized(traced([...args, `await import(${JSON.stringify(flags)});\n(await import('node:v8')).default.setFlagsFromString('--turbofan');\nawait import(${JSON.stringify(CLI)});`]));
+  t.ok(LOADER.some((f) => control.includes(f)), `control: with TurboFan on while they load, the loader is optimized (${LOADER.filter((f) => control.includes(f)).join(', ')})`);
+  const names = optimized(traced(['--trace-opt', '--no-concurrent-recompilation', BIN, 'validate', '--config', configFile()]));
+  t.same(names.filter((f) => LOADER.includes(f)), [], 'svcproxy validate optimizes none of them');
+});

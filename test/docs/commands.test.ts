@@ -82,6 +82,12 @@ const FOREIGN: Record<string, string> = {
   requests: 'node bench/dist/instructions.js',
   keep: 'node bench/dist/instructions.js',
   'perf-basic-prof': 'node (V8\'s symbol map for perf)',
+  'expose-gc': 'node (V8\'s gc() function)',
+  'stress-flush-code': 'node (V8\'s bytecode flushing at every collection)',
+  'v8-pool-size': 'node (V8\'s worker threads)',
+  'single-threaded-gc': 'node (V8\'s collector without helper threads)',
+  'max-lazy': 'node (V8\'s lazy compilation)',
+  'lite-mode': 'node (V8 without optimizing compilers)',
 };
 const RUNNABLE_LANGS = new Set(['sh', 'bash', 'shell', 'console']);
 const LONG_RUNNING = new Set(['up', 'ingress', 'sidecar', 'ratelimit']);
