@@ -168,13 +168,11 @@ export class DeploymentReplicas {
     }
     for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
     this.made = made;
-    // In the snapshot's order, so the same replicas make the same list (no change of the table).
-    const listed: Replica[] = [];
-    for (const key of snapshot.deployments.keys()) {
-      const known = made.get(key);
-      if (known !== undefined) for (const deployed of known.replicas.values()) listed.push(deployed.replica);
-    }
-    this.ctx.registry.replace('deployment', listed);
+    // Only the workloads made again (or gone) are told to the registry, which makes only their view again.
+    const changed = new Map<string, readonly Replica[]>();
+    for (const key of expanded.keys()) changed.set(key, [...(made.get(key)?.replicas.values() ?? [])].map((deployed) => deployed.replica));
+    for (const key of previous.keys()) if (!made.has(key)) changed.set(key, []);
+    this.ctx.registry.replaceWorkloads('deployment', changed);
   }
 
   /**

@@ -4,7 +4,8 @@
  * written through the store (so unchanged records keep their models, as under `up`'s API) and file
  * edits: every host name resolves to the same target (the workload model of the snapshot in force,
  * never a stale one), the same names conflict, and each workload has the same filters and retry
- * policy; a workload the change did not touch keeps its chain object. The generated records include
+ * policy; a workload the change did not touch keeps its chain object; the table it was made from
+ * still reads as it did (its maps are layered under the new one's, never changed). The generated records include
  * GVCs of the legacy naming format whose names make canonical host names collide, custom domains,
  * GVC aliases (and their workload suspended), replica-direct and ignored workloads.
  */
@@ -158,7 +159,12 @@ t.test('generated changes: the tables made from the table in force equal a full 
     if (!result.ok) continue; // refused (a deletion others link to): nothing changed
     const now = store.current;
     if (now === before.snapshot) continue;
+    const beforeNames = names(before.hosts, before.snapshot);
+    const beforeChains = chains(before);
     table = buildRouteTable(now, factories, env, before);
+    // The table in force is left as it was: the requests that started on it finish on it.
+    t.same(names(before.hosts, before.snapshot), beforeNames, `step ${step} (${what}): the host names of the table before kept`);
+    t.same(chains(before), beforeChains, `step ${step} (${what}): the filters of the table before kept`);
     const full = buildRouteTable(now, factories, env);
     t.same(names(table.hosts, now), names(full.hosts, now), `step ${step} (${what}): the host names of a full build`);
     t.same(names(nextHostIndex(before.hosts, before.snapshot, now), now), names(buildHostIndex(now), now), `step ${step} (${what}): nextHostIndex as buildHostIndex`);

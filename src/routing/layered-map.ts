@@ -1,0 +1,87 @@
+/**
+ * A map made from another without copying it, for the tables a configuration change makes again
+ * (routes.ts, hosts.ts): a base map that nobody changes any more, and the entries set or deleted
+ * since, in a map of their own. `next` gives the map of the next generation: the same base and a
+ * copy of the entries changed, so one workload's change costs the entries changed so far rather
+ * than a copy of 10,000; once those reach a sixteenth of the base, they are folded into a new base
+ * (a copy, as often as that).
+ *
+ * Each generation is a map of its own that its maker fills and then only reads: a request that
+ * started on a table keeps reading what that table held, a new request reads the newest. Values are
+ * never `undefined`.
+ */
+const GONE: unique symbol = Symbol('gone');
+
+/** Folded into a new base past this many changed entries (and a sixteenth of the base). */
+const MIN_FOLD = 64;
+
+export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
+  private constructor(
+    private readonly base: ReadonlyMap<K, V>,
+    private readonly changed: Map<K, V | typeof GONE>,
+    private count: number,
+  ) {}
+
+  /** A map over `base`, which nobody may change any more. */
+  static over<K, V>(base: ReadonlyMap<K, V>): LayeredMap<K, V> {
+    return base instanceof LayeredMap ? (base as LayeredMap<K, V>) : new LayeredMap(base, new Map(), base.size);
+  }
+
+  /** The map of the next generation, to fill: `map`'s entries, `map` itself left as it is. */
+  static next<K, V>(map: ReadonlyMap<K, V>): LayeredMap<K, V> {
+    const from = LayeredMap.over(map);
+    if (from.changed.size > MIN_FOLD && from.changed.size * 16 > from.base.size) return new LayeredMap(new Map(from), new Map(), from.count);
+    return new LayeredMap(from.base, new Map(from.changed), from.count);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: K): V | undefined {
+    if (this.changed.size !== 0) {
+      const v = this.changed.get(key);
+      if (v !== undefined) return v === GONE ? undefined : v;
+    }
+    return this.base.get(key);
+  }
+
+  has(key: K): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: K, value: V): this {
+    if (!this.has(key)) this.count++;
+    this.changed.set(key, value);
+    return this;
+  }
+
+  delete(key: K): boolean {
+    if (!this.has(key)) return false;
+    this.count--;
+    if (this.base.has(key)) this.changed.set(key, GONE);
+    else this.changed.delete(key);
+    return true;
+  }
+
+  *entries(): MapIterator<[K, V]> {
+    for (const entry of this.base) if (!this.changed.has(entry[0])) yield entry;
+    for (const [key, v] of this.changed) if (v !== GONE) yield [key, v];
+  }
+
+  *keys(): MapIterator<K> {
+    for (const [key] of this.entries()) yield key;
+  }
+
+  *values(): MapIterator<V> {
+    for (const [, value] of this.entries()) yield value;
+  }
+
+  forEach(fn: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
+    for (const [key, value] of this.entries()) fn.call(thisArg, value, key, this);
+  }
+
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    return this.entries();
+  }
+}
