@@ -8,7 +8,9 @@
  *
  * Each generation is a map of its own that its maker fills and then only reads: a request that
  * started on a table keeps reading what that table held, a new request reads the newest. Values are
- * never `undefined`.
+ * never `undefined`. It iterates in a `Map`'s order: a key set again keeps its place, a key deleted
+ * and set again, or new, comes after the others in the order they were set (lists made from it,
+ * such as the platform API's pages, read as those of a `Map` filled alike).
  */
 const GONE: unique symbol = Symbol('gone');
 
@@ -18,20 +20,23 @@ const MIN_FOLD = 64;
 export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   private constructor(
     private readonly base: ReadonlyMap<K, V>,
+    /** Entries set or deleted since `base`, in the order a `Map` would have them among the appended. */
     private readonly changed: Map<K, V | typeof GONE>,
+    /** Keys of `base` deleted and set again: they come after the others, at their place in `changed`. */
+    private readonly moved: Set<K>,
     private count: number,
   ) {}
 
   /** A map over `base`, which nobody may change any more. */
   static over<K, V>(base: ReadonlyMap<K, V>): LayeredMap<K, V> {
-    return base instanceof LayeredMap ? (base as LayeredMap<K, V>) : new LayeredMap(base, new Map(), base.size);
+    return base instanceof LayeredMap ? (base as LayeredMap<K, V>) : new LayeredMap(base, new Map(), new Set(), base.size);
   }
 
   /** The map of the next generation, to fill: `map`'s entries, `map` itself left as it is. */
   static next<K, V>(map: ReadonlyMap<K, V>): LayeredMap<K, V> {
     const from = LayeredMap.over(map);
-    if (from.changed.size > MIN_FOLD && from.changed.size * 16 > from.base.size) return new LayeredMap(new Map(from), new Map(), from.count);
-    return new LayeredMap(from.base, new Map(from.changed), from.count);
+    if (from.changed.size > MIN_FOLD && from.changed.size * 16 > from.base.size) return new LayeredMap(new Map(from), new Map(), new Set(), from.count);
+    return new LayeredMap(from.base, new Map(from.changed), new Set(from.moved), from.count);
   }
 
   get size(): number {
@@ -51,7 +56,14 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   set(key: K, value: V): this {
-    if (!this.has(key)) this.count++;
+    if (!this.has(key)) {
+      this.count++;
+      // Deleted from the base and set again: after the others, as a `Map` puts it.
+      if (this.changed.get(key) === GONE) {
+        this.changed.delete(key);
+        this.moved.add(key);
+      }
+    }
     this.changed.set(key, value);
     return this;
   }
@@ -65,8 +77,13 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   *entries(): MapIterator<[K, V]> {
-    for (const entry of this.base) if (!this.changed.has(entry[0])) yield entry;
-    for (const [key, v] of this.changed) if (v !== GONE) yield [key, v];
+    const { changed, moved } = this;
+    for (const entry of this.base) {
+      const v = changed.size === 0 ? undefined : changed.get(entry[0]);
+      if (v === undefined) yield entry;
+      else if (v !== GONE && !moved.has(entry[0])) yield [entry[0], v];
+    }
+    for (const [key, v] of changed) if (v !== GONE && (moved.has(key) || !this.base.has(key))) yield [key, v];
   }
 
   *keys(): MapIterator<K> {

@@ -4,7 +4,9 @@
  * the same object): after every generated change, written through the API or made by editing the
  * file, the snapshot in force equals a full compile of the same records (copied, so nothing is
  * reused), and a workload the change did not touch keeps its model object (after a file edit too:
- * a reload keeps the objects of the records whose content did not change).
+ * a reload keeps the objects of the records whose content did not change). What `up`'s listeners
+ * make of each snapshot from the one before (a workload's record, the notes of what it does not
+ * run) is held to the same made from scratch.
  */
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
@@ -16,6 +18,8 @@ import { compileRecords } from '../../src/config/snapshot.js';
 import type { Snapshot } from '../../src/config/model.js';
 import { silentLogger } from '../../src/log.js';
 import { tempDir } from '../mesh/fixtures.js';
+import { findWorkloadRecord } from '../../src/local/plan.js';
+import { noteOf, notRunNotes } from '../../src/local/not-run.js';
 
 const LOCATIONS = ['loc1', 'loc2'];
 const GVCS = ['g1', 'g2'];
@@ -124,6 +128,11 @@ t.test('generated writes and file edits: the snapshot equals a full compile; unt
     const firsts = new Map<string, RawRecord>();
     for (const r of now.records) if (!firsts.has(recordKey(r)!)) firsts.set(recordKey(r)!, r);
     t.ok([...firsts].every(([k, r]) => store.record(k) === r) && store.record(keyOf('workload', 'w99', 'g1')) === undefined, `step ${step} (${what}): each key's record in force`);
+    // What up's listeners keep along from one snapshot to the next (src/local/plan.ts, not-run.ts), as made from scratch.
+    t.ok([...now.workloads.values()].every((w) => findWorkloadRecord(now.records, w) === firsts.get(keyOf('workload', w.name, w.gvc))), `step ${step} (${what}): each workload's record`);
+    const fresh = [...now.workloads.values()].map((w) => noteOf(w, now)).filter((n) => n !== undefined);
+    const byKey = (a: { workload: string }, b: { workload: string }): number => a.workload.localeCompare(b.workload);
+    t.same([...notRunNotes(now).values()].sort(byKey), fresh.sort(byKey), `step ${step} (${what}): the notes of what up does not run`);
     if (op < 6 || op === 9) {
       let kept = 0;
       for (const [key, model] of now.workloads) {

@@ -13,6 +13,7 @@ import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
 import { recordKey, stableId } from '../../config/record-meta.js';
 import { replacedRun } from '../../config/runs.js';
+import { LayeredMap } from '../../routing/layered-map.js';
 
 export { stableId };
 
@@ -86,11 +87,12 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
   const { removed, added, tail } = replacedRun(before.records, records);
   if (removed.length + added.length > FEW) return undefined;
   const byKind = new Map(before.byKind);
-  const copied = new Map<string, Map<string, RawRecord>>();
-  const mapOf = (kind: string): Map<string, RawRecord> => {
+  const copied = new Map<string, LayeredMap<string, RawRecord>>();
+  const mapOf = (kind: string): LayeredMap<string, RawRecord> => {
     let map = copied.get(kind);
     if (map === undefined) {
-      copied.set(kind, (map = new Map(before.byKind.get(kind))));
+      // Layered over the map of before (routing/layered-map.ts: a `Map`'s order), not a copy of 10,000.
+      copied.set(kind, (map = LayeredMap.next(before.byKind.get(kind) ?? new Map<string, RawRecord>())));
       byKind.set(kind, map);
     }
     return map;
