@@ -40,6 +40,8 @@ import { deepFreeze } from './frozen.js';
 import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
+import { replacedRun } from './runs.js';
+import { LayeredMap } from '../routing/layered-map.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -241,9 +243,9 @@ export class ConfigStore extends EventEmitter<Events> {
     accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
-    let byKey: Map<string, RawRecord> | undefined;
+    let byKey: LayeredMap<string, RawRecord> | undefined;
     if (again !== undefined) {
-      byKey = new Map(held.byKey);
+      byKey = LayeredMap.next(held.byKey);
       if (again.at === undefined) byKey.delete(key);
       else byKey.set(key, result.snapshot.records[again.at]!);
     }
@@ -312,7 +314,7 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   private commit(result: Composed, byKey?: ReadonlyMap<string, RawRecord>): void {
-    this.held = heldOf(result, byKey);
+    this.held = heldOf(result, byKey ?? byKeyAfter(this.held.byKey, this.snapshot.records, result.snapshot));
     this.apply(result.snapshot);
   }
 
@@ -534,6 +536,34 @@ function heldOf(c: Composed, byKey: ReadonlyMap<string, RawRecord> = byKeyOf(c.s
     perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey,
     composed: c.composed, positions: c.positions, overlayInline: c.overlayInline,
   };
+}
+
+/** Past this many records replaced, the records by key are made again in full. */
+const FEW = 64;
+
+/**
+ * `byKeyOf(snapshot)` made from `byKey`, the records by key of `records` (the snapshot before), when
+ * the new records replace a few of those (config/runs.ts: a file edit of one record keeps the
+ * others' objects, store.ts `unchangedKept`) and no key of theirs has several: layered over it
+ * (routing/layered-map.ts) rather than 20,000 records keyed again. In full otherwise.
+ */
+function byKeyAfter(byKey: ReadonlyMap<string, RawRecord>, records: readonly RawRecord[], snapshot: Snapshot): ReadonlyMap<string, RawRecord> {
+  const { removed, added } = replacedRun(records, snapshot.records);
+  if (removed.length + added.length > FEW) return byKeyOf(snapshot);
+  const next = LayeredMap.next(byKey);
+  for (const record of removed) {
+    const key = recordKey(record);
+    if (key === undefined) continue;
+    if (next.get(key) !== record) return byKeyOf(snapshot);
+    next.delete(key);
+  }
+  for (const record of added) {
+    const key = recordKey(record);
+    if (key === undefined) continue;
+    if (next.has(key)) return byKeyOf(snapshot);
+    next.set(key, record);
+  }
+  return next;
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */
