@@ -30,6 +30,18 @@ export interface Catalog {
   readonly gvcLocations: ReadonlyMap<string, readonly string[]>;
 }
 
+/**
+ * What `catalogAfter` changed of the index `from` (held weakly: indexes made one from another do not
+ * keep each other): the workload and deployment keys deleted, then those put, in the order it did
+ * (a `Map` filled alike has the index's order); every other member of the index is `from`'s own
+ * object. compile.ts compiles only those again.
+ */
+export interface CatalogChange {
+  readonly from: WeakRef<Catalog>;
+  readonly workloads: { readonly deleted: readonly string[]; readonly put: readonly string[] };
+  readonly deployments: { readonly deleted: readonly string[]; readonly put: readonly string[] };
+}
+
 export interface Duplicate {
   readonly record: SourcedRecord;
   /** The record of the same key that came first. */
@@ -138,6 +150,14 @@ export interface BuiltCatalog {
 /** Changes beyond this many records are indexed again in full. */
 const FEW = 64;
 
+/** What `catalogAfter` changed to make each index it made from another. */
+const changes = new WeakMap<Catalog, CatalogChange>();
+
+/** How `catalog` was made from another index, when `catalogAfter` made it so. */
+export function catalogChange(catalog: Catalog): CatalogChange | undefined {
+  return changes.get(catalog);
+}
+
 /**
  * The index of `records`, made from `before` (the index of the records before a change) when the
  * change is a few workloads and deployments (and records of kinds the index leaves out) replaced,
@@ -198,15 +218,25 @@ function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[])
     }
     put[k.kind].set(k.key, s.record);
   }
+  const done = { workload: { deleted: [] as string[], put: [] as string[] }, deployment: { deleted: [] as string[], put: [] as string[] } };
   for (const kind of ['workload', 'deployment'] as const) {
     if (gone[kind].size === 0 && put[kind].size === 0) {
       out[kind] = maps[kind] as Map<string, RawRecord>;
       continue;
     }
     const next = new Map(maps[kind]);
-    for (const key of gone[kind].keys()) if (!put[kind].has(key)) next.delete(key);
-    for (const [key, record] of put[kind]) next.set(key, record);
+    for (const key of gone[kind].keys()) {
+      if (put[kind].has(key)) continue;
+      next.delete(key);
+      done[kind].deleted.push(key);
+    }
+    for (const [key, record] of put[kind]) {
+      next.set(key, record);
+      done[kind].put.push(key);
+    }
     out[kind] = next;
   }
-  return { records, duplicates: [], catalog: { ...catalog, workloads: out.workload, deployments: out.deployment } };
+  const next: Catalog = { ...catalog, workloads: out.workload, deployments: out.deployment };
+  changes.set(next, { from: new WeakRef(catalog), workloads: done.workload, deployments: done.deployment });
+  return { records, duplicates: [], catalog: next };
 }

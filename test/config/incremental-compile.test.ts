@@ -1,9 +1,10 @@
 /**
  * A write through the store reuses the compiled models of the records it did not change
  * (src/config/compile.ts: by record identity; overlay.ts: the stamped copy of an unchanged record is
- * the same object): after every generated change, written through the API or made by editing the
- * file, the snapshot in force equals a full compile of the same records (copied, so nothing is
- * reused), and a workload the change did not touch keeps its model object (after a file edit too:
+ * the same object; compile.ts: only the workloads and deployments the index changed, in maps
+ * layered over the snapshot before): after every generated change, written through the API or made
+ * by editing the file, the snapshot in force equals a full compile of the same records (copied, so
+ * nothing is reused; maps in the same order), and a workload the change did not touch keeps its model object (after a file edit too:
  * a reload keeps the objects of the records whose content did not change). What `up`'s listeners
  * make of each snapshot from the one before (a workload's record, the notes of what it does not
  * run) is held to the same made from scratch.
@@ -47,9 +48,16 @@ function deploymentRecord(name: string, gvc: string, port: number): RawRecord {
   return { kind: 'deployment', name, gvc, status: { locations: [{ name: 'loc1', replicas: [{ name: `${name}-0`, address: `127.0.0.1:${port}` }] }] } };
 }
 
-/** The compiled models of a snapshot (not the warnings, which name each record's file). */
+/**
+ * The compiled models of a snapshot (not the warnings, which name each record's file), each map as
+ * its entries in order (a snapshot made from the one before holds maps layered over its maps: they
+ * must read as a full compile's, in the same order).
+ */
 function models(s: Snapshot): unknown {
-  return { org: s.org, locations: s.locations, gvcs: s.gvcs, workloads: s.workloads, domains: s.domains, deployments: s.deployments, settings: s.settings };
+  return {
+    org: s.org, locations: [...s.locations], gvcs: [...s.gvcs], workloads: [...s.workloads], domains: [...s.domains], deployments: [...s.deployments],
+    settings: s.settings, records: s.records,
+  };
 }
 
 t.test('generated writes and file edits: the snapshot equals a full compile; untouched workloads keep their models', async (t) => {
