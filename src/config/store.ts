@@ -37,6 +37,7 @@ import { readRecords, type ReadCache } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { deepFreeze } from './frozen.js';
+import { INLINE } from './findings.js';
 import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
@@ -237,7 +238,10 @@ export class ConfigStore extends EventEmitter<Events> {
     // The records in force with this key's changed, rather than all of them composed and stamped again.
     const held = this.held;
     const now = new Date(this.now()).toISOString();
-    const again = held.overlayInline ? recomposed({ records: held.composed, meta: held.meta }, held.positions ?? positionsOf(held.composed), basePositions(held.base), key, entry, base !== null, now, newId) : undefined;
+    const positions = held.positions ?? positionsOf(held.composed);
+    // After a reload the API's records were composed at the state folder's place: placed as a write places them.
+    const composed = held.overlayInline ? held.composed : placedInline(held.composed, held.overlay, positions);
+    const again = recomposed({ records: composed, meta: held.meta }, positions, basePositions(held.base), key, entry, base !== null, now, newId);
     const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, held.meta, this.snapshot.generation + 1, { newId, ...(again ? { recomposed: again } : {}) }), this.options);
     if (!result.ok) return result;
     accept?.(result.snapshot, this.snapshot);
@@ -430,6 +434,22 @@ function unchangedKept(read: Read & { ok: true }, held: Held): Read & { ok: true
   return { ...read, base };
 }
 
+/**
+ * `composed` with the records of the overlay's entries at `INLINE`, where a write's composition
+ * places them (a reload with a state folder places them at the folder, for its findings to name).
+ */
+function placedInline(composed: readonly SourcedRecord[], overlay: ReadonlyMap<string, OverlayEntry>, positions: ReadonlyMap<string, number>): readonly SourcedRecord[] {
+  let out: SourcedRecord[] | undefined;
+  for (const [key, entry] of overlay) {
+    const at = positions.get(key);
+    if (entry.record === undefined || at === undefined || at < 0 || composed[at]!.source === INLINE) continue;
+    out ??= [...composed];
+    const { line: _line, ...placed } = { ...composed[at]!, source: INLINE };
+    out[at] = placed;
+  }
+  return out ?? composed;
+}
+
 /** `positionsOf` each list of base records (made at the first write after a reload, then kept). */
 const basePositionsKept = new WeakMap<readonly SourcedRecord[], ReadonlyMap<string, number>>();
 
@@ -484,7 +504,11 @@ async function composeAndCompile(
       const now = new Date((options.now ?? Date.now)()).toISOString();
       const composed = compose(read.base, kept, write ? undefined : options.state?.where);
       await setImmediate();
-      stamped = stamp(composed, meta, now, write?.newId);
+      const full = stamp(composed, meta, now, write?.newId);
+      // Where each key's record is (and the base's), for the next write to change its own alone: a turn of their own.
+      await setImmediate();
+      stamped = { ...full, positions: positionsOf(full.records) };
+      basePositions(read.base);
     }
     // Composing, stamping, validating and compiling 20,000 records are each a turn of the event loop
     // of their own: requests to the data plane are served between them.

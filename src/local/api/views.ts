@@ -78,8 +78,8 @@ export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, 
 
 /**
  * The index of `records` made from `before`'s (the records of an earlier snapshot), when they differ
- * in a few records (a write: one record replaced in its place, removed, or added after the others)
- * whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
+ * in a few records (a write: one record replaced in its place, removed, or added after the others; a
+ * file edit: a few replaced in their places) whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
  * Undefined otherwise (an index in full then: a full build's order, first record of a key winning).
  */
 function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<string, ReadonlyMap<string, RawRecord>> | undefined {
@@ -105,6 +105,12 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     if (before.byKind.get(k[0])?.get(k[1]) !== record || gone.has(`${k[0]}/${k[1]}`)) return undefined;
     gone.add(`${k[0]}/${k[1]}`);
   }
+  // Keys replaced keep their place while they come in the order they went (a write of one record, a
+  // file edit of a few: the records between the same before and after); new keys go after every
+  // other record, so only at the end of the records and after the replaced ones.
+  const order = [...gone];
+  let replaced = 0;
+  let grown = false;
   const put = new Set<string>();
   for (const record of added) {
     const k = kindKey(record);
@@ -112,10 +118,12 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     const id = `${k[0]}/${k[1]}`;
     if (put.has(id)) return undefined;
     put.add(id);
-    // Replaced in its place (a write of one record), or new after every other record.
     if (gone.has(id)) {
-      if (removed.length !== 1 || added.length !== 1) return undefined;
-    } else if (tail > 0 || before.byKind.get(k[0])?.has(k[1]) === true) return undefined;
+      if (grown || order[replaced++] !== id) return undefined;
+    } else {
+      if (tail > 0 || before.byKind.get(k[0])?.has(k[1]) === true) return undefined;
+      grown = true;
+    }
     mapOf(k[0]).set(k[1], record);
   }
   for (const id of gone) {
