@@ -14,6 +14,7 @@ import { objectAt, valueAt } from './schema.js';
 import { isReadKind, workloadGvc, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { canonicalHostName } from './values.js';
 import { replacedRun } from './runs.js';
+import { LayeredMap } from '../layered-map.js';
 
 export interface Catalog {
   /** The first org record (only one is allowed). */
@@ -179,7 +180,7 @@ function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[])
   if (removed.length + added.length === 0) return { ...before, records };
   const { catalog } = before;
   const maps = { workload: catalog.workloads, deployment: catalog.deployments };
-  const out = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
+  const out: Record<'workload' | 'deployment', ReadonlyMap<string, RawRecord>> = { workload: new Map(), deployment: new Map() };
   const gone = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
   const keyed = (s: SourcedRecord): { kind: 'workload' | 'deployment'; key: string } | null | undefined => {
     const kind = s.record.kind;
@@ -221,10 +222,11 @@ function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[])
   const done = { workload: { deleted: [] as string[], put: [] as string[] }, deployment: { deleted: [] as string[], put: [] as string[] } };
   for (const kind of ['workload', 'deployment'] as const) {
     if (gone[kind].size === 0 && put[kind].size === 0) {
-      out[kind] = maps[kind] as Map<string, RawRecord>;
+      out[kind] = maps[kind];
       continue;
     }
-    const next = new Map(maps[kind]);
+    // Layered over the map before (layered-map.ts: a `Map`'s order), not a copy of 10,000.
+    const next = LayeredMap.next(maps[kind]);
     for (const key of gone[kind].keys()) {
       if (put[kind].has(key)) continue;
       next.delete(key);

@@ -9,7 +9,7 @@
  */
 import { gvcAlias } from './alias.js';
 import { buildCatalog, catalogChange, type Catalog } from './catalog.js';
-import { LayeredMap } from '../routing/layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 import { compileWorkload } from './compile-workload.js';
 import { deepFreeze, frozen } from './frozen.js';
 import { linkOfKind, locationName, workloadRef } from './links.js';
@@ -213,7 +213,7 @@ const compiledFrom = new WeakMap<Catalog, { readonly settings: Settings; readonl
  * The snapshot of `catalog` made from the one compiled from the index it was made from
  * (catalog.ts `catalogChange`: a few workloads and deployments changed, everything else the same
  * objects) with the same settings: those workloads and deployments compiled (or removed) again, in
- * maps layered over the ones before (routing/layered-map.ts, a `Map`'s order: the order a full
+ * maps layered over the ones before (layered-map.ts, a `Map`'s order: the order a full
  * compile gives), everything else that snapshot's. A write of one workload then costs its own
  * models rather than a pass over 10,000. Undefined when `catalog` was made otherwise.
  */

@@ -42,7 +42,7 @@ import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Re
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
 import { replacedRun } from './runs.js';
-import { LayeredMap } from '../routing/layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -569,7 +569,7 @@ const FEW = 64;
  * `byKeyOf(snapshot)` made from `byKey`, the records by key of `records` (the snapshot before), when
  * the new records replace a few of those (config/runs.ts: a file edit of one record keeps the
  * others' objects, store.ts `unchangedKept`) and no key of theirs has several: layered over it
- * (routing/layered-map.ts) rather than 20,000 records keyed again. In full otherwise.
+ * (layered-map.ts) rather than 20,000 records keyed again. In full otherwise.
  */
 function byKeyAfter(byKey: ReadonlyMap<string, RawRecord>, records: readonly RawRecord[], snapshot: Snapshot): ReadonlyMap<string, RawRecord> {
   const { removed, added } = replacedRun(records, snapshot.records);

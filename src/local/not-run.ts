@@ -12,7 +12,7 @@
 import type { ContainerModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { changedWorkloadsOrDeployments } from '../config/changed.js';
-import { LayeredMap } from '../routing/layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 
 /** The containers `up` runs a process for (those with a `command`), in declaration order. */
 export function runnableContainers(workload: Pick<WorkloadModel, 'containers'>): ContainerModel[] {
@@ -115,7 +115,7 @@ export function notRunNotes(snapshot: Snapshot): ReadonlyMap<string, NotRunNote>
   const last = lastNotes;
   let notes: Map<string, NotRunNote> | LayeredMap<string, NotRunNote>;
   if (last !== undefined && last.snapshot.settings.vendor === snapshot.settings.vendor) {
-    // Layered over the last notes (routing/layered-map.ts), not a copy of 10,000.
+    // Layered over the last notes (layered-map.ts), not a copy of 10,000.
     notes = LayeredMap.next(last.notes);
     for (const key of changedWorkloadsOrDeployments(last.snapshot, snapshot)) {
       const workload = snapshot.workloads.get(key);

@@ -12,7 +12,7 @@ import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../
 import { isIgnored } from '../config/compile-workload.js';
 import { workloadGvc, type RawRecord } from '../config/records.js';
 import { replacedRun } from '../config/runs.js';
-import { LayeredMap } from '../routing/layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 import { workloadVersion } from './env.js';
 import { notRunReason, runnableContainers } from './not-run.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
@@ -79,7 +79,7 @@ function fullWorkloadIndex(records: Snapshot['records']): { index: Map<string, R
 
 /**
  * The index of `records` from the last one made, when they replaced a few of its records (a write:
- * config/runs.ts) and no key has several: layered over it (routing/layered-map.ts), not copied.
+ * config/runs.ts) and no key has several: layered over it (layered-map.ts), not copied.
  */
 function changedWorkloadIndex(records: Snapshot['records']): ReadonlyMap<string, RawRecord> | undefined {
   const before = lastIndex;

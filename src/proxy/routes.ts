@@ -11,7 +11,7 @@ import type { Deps } from '../deps.js';
 import { buildHostIndex, nextHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { changedWorkloads } from '../config/changed.js';
-import { LayeredMap } from '../routing/layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 import type { Hop, OutboundCaller } from './mesh-peer.js';
 import { buildChain, type Chain } from './filters.js';
 import { vendorHeaders, type FilterFactory, type SharedResources, type VendorHeaders } from '../filter/index.js';

@@ -24,7 +24,7 @@ import type {
 } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { changedWorkloads } from '../config/changed.js';
-import { LayeredMap } from './layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 
 export type Listener = 'external' | 'mesh';
 

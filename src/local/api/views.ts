@@ -13,7 +13,7 @@ import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
 import { recordKey, stableId } from '../../config/record-meta.js';
 import { replacedRun } from '../../config/runs.js';
-import { LayeredMap } from '../../routing/layered-map.js';
+import { LayeredMap } from '../../layered-map.js';
 
 export { stableId };
 
@@ -91,7 +91,7 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
   const mapOf = (kind: string): LayeredMap<string, RawRecord> => {
     let map = copied.get(kind);
     if (map === undefined) {
-      // Layered over the map of before (routing/layered-map.ts: a `Map`'s order), not a copy of 10,000.
+      // Layered over the map of before (layered-map.ts: a `Map`'s order), not a copy of 10,000.
       copied.set(kind, (map = LayeredMap.next(before.byKind.get(kind) ?? new Map<string, RawRecord>())));
       byKind.set(kind, map);
     }

@@ -1,12 +1,12 @@
 /**
- * src/routing/layered-map.ts against a `Map` (the reference) on generated operations over many
+ * src/layered-map.ts against a `Map` (the reference) on generated operations over many
  * generations: each generation reads as the `Map` it was filled like (get, has, size, iteration in
  * the same order),
  * and every earlier generation still reads as it did when it was made, across the folds into a new
  * base (past 64 changed entries).
  */
 import t from 'tap';
-import { LayeredMap } from '../../src/routing/layered-map.js';
+import { LayeredMap } from '../../src/layered-map.js';
 import { prng, testSeed } from '../helpers/seed.js';
 
 /** The entries in iteration order (a `Map`'s: the order compared). */
