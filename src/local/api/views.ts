@@ -82,7 +82,7 @@ export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, 
  * file edit: a few replaced in their places) whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
  * Undefined otherwise (an index in full then: a full build's order, first record of a key winning).
  */
-function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<string, ReadonlyMap<string, RawRecord>> | undefined {
+function changedIndex(before: Indexed, records: readonly RawRecord[]): { byKind: Map<string, ReadonlyMap<string, RawRecord>>; keys: { added: string[]; removed: string[] } } | undefined {
   if (before.duplicates) return undefined;
   const { removed, added, tail } = replacedRun(before.records, records);
   if (removed.length + added.length > FEW) return undefined;
@@ -132,7 +132,23 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     mapOf(id.slice(0, slash)).delete(id.slice(slash + 1));
   }
   for (const [kind, map] of copied) if (map.size === 0) byKind.delete(kind);
-  return byKind;
+  // The keys that came and went (`kind/key`), for what counts them (quota.ts) to follow.
+  const keys = { added: [...put].filter((id) => !gone.has(id)), removed: [...gone].filter((id) => !put.has(id)) };
+  return { byKind, keys };
+}
+
+/** What `indexOf` changed of the index before to make one (held weakly), by `kind/key`. */
+export interface IndexChange {
+  readonly from: WeakRef<RecordIndex>;
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
+const indexChanges = new WeakMap<RecordIndex, IndexChange>();
+
+/** The keys `index` has and the index it was made from had not, and the other way, when it was made from it. */
+export function indexChange(index: RecordIndex): IndexChange | undefined {
+  return indexChanges.get(index);
 }
 
 export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
@@ -140,11 +156,12 @@ export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
   if (known && known.index.org === org) return known.index;
   const records = snapshot.records;
   const changed = last !== undefined && last.index.org === org ? changedIndex(last, records) : undefined;
-  const { byKind, duplicates } = changed !== undefined ? { byKind: changed, duplicates: false } : fullIndex(records);
+  const { byKind, duplicates } = changed !== undefined ? { byKind: changed.byKind, duplicates: false } : fullIndex(records);
   const empty = new Map<string, RawRecord>();
   // The org record (only one is valid: the last, were there several).
   const orgRecord = [...byKind.get('org')?.values() ?? []].pop();
   const index: RecordIndex = { org, orgRecord, of: (kind) => byKind.get(kind) ?? empty };
+  if (changed !== undefined) indexChanges.set(index, { from: new WeakRef(last!.index), ...changed.keys });
   const made = { index, records, byKind, duplicates };
   indexes.set(snapshot, made);
   last = made;
