@@ -1,7 +1,8 @@
 /**
  * src/layered-map.ts against a `Map` (the reference) on generated operations over many
  * generations: each generation reads as the `Map` it was filled like (get, has, size, iteration in
- * the same order),
+ * the same order; walked in some generations, so the next is made over the walked copy or over the
+ * layers),
  * and every earlier generation still reads as it did when it was made, across the folds into a new
  * base (past 64 changed entries).
  */
@@ -44,12 +45,16 @@ t.test('generated generations read as a Map filled alike, the earlier ones as th
         const key = `k${i}`;
         if (next.get(key) !== reference.get(key) || next.has(key) !== reference.has(key)) t.fail(`${keys} keys, generation ${generation}: ${key}`);
       }
-      t.same(inOrder(next), inOrder(reference), `${keys} keys, generation ${generation}: the entries of a Map`);
-      t.same([...next.keys()], [...reference.keys()], 'keys');
-      t.same([...next.values()], [...reference.values()], 'values');
-      const each: [string, number][] = [];
-      next.forEach((v, k) => each.push([k, v]));
-      t.same(each, inOrder(reference), 'forEach');
+      // Walked in some generations only: the next is made over its walked copy (a fold for nothing),
+      // or over the layers (and folded past 64 changes) when nobody walked it.
+      if (random(3) !== 0) {
+        t.same(inOrder(next), inOrder(reference), `${keys} keys, generation ${generation}: the entries of a Map`);
+        t.same([...next.keys()], [...reference.keys()], 'keys');
+        t.same([...next.values()], [...reference.values()], 'values');
+        const each: [string, number][] = [];
+        next.forEach((v, k) => each.push([k, v]));
+        t.same(each, inOrder(reference), 'forEach');
+      }
       kept.push({ map: next, entries: inOrder(reference) });
     }
     for (const [i, k] of kept.entries()) t.same(inOrder(k.map), k.entries, `${keys} keys: generation ${i - 1} still reads as it was made`);
