@@ -235,7 +235,7 @@ function changedCompile(records: readonly SourcedRecord[], settings: Settings, g
   const deployments = LayeredMap.next(previous.deployments);
   for (const key of change.deployments.deleted) deployments.delete(key);
   for (const key of change.deployments.put) deployments.set(key, reusedDeployment(catalog.deployments.get(key)! as unknown as DeploymentRecord));
-  return Object.freeze({
+  const snapshot: Snapshot = Object.freeze({
     settings: previous.settings,
     ...(org ? { org } : {}),
     locations: previous.locations,
@@ -247,6 +247,27 @@ function changedCompile(records: readonly SourcedRecord[], settings: Settings, g
     warnings: Object.freeze([...warnings]),
     generation,
   });
+  const differs = <T>(keys: readonly string[], a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>): string[] => [...new Set(keys)].filter((k) => a.get(k) !== b.get(k));
+  compiledChanges.set(snapshot, {
+    before: previous,
+    workloads: differs([...change.workloads.deleted, ...change.workloads.put], previous.workloads, workloads),
+    deployments: differs([...change.deployments.deleted, ...change.deployments.put], previous.deployments, deployments),
+  });
+  return snapshot;
+}
+
+/** What a snapshot made from the one before changed of it: the keys whose workload model or deployment replicas differ. */
+export interface CompiledChange {
+  readonly before: Snapshot;
+  readonly workloads: readonly string[];
+  readonly deployments: readonly string[];
+}
+
+const compiledChanges = new WeakMap<Snapshot, CompiledChange>();
+
+/** How `snapshot` differs from the one it was compiled from, when `compile` made it from that one (config/changed.ts reads it). */
+export function compiledChange(snapshot: Snapshot): CompiledChange | undefined {
+  return compiledChanges.get(snapshot);
 }
 
 function fullCompile(records: readonly SourcedRecord[], settings: Settings, generation: number, warnings: readonly string[], catalog: Catalog): Snapshot {

@@ -20,6 +20,7 @@ import type { Snapshot } from '../../src/config/model.js';
 import { silentLogger } from '../../src/log.js';
 import { tempDir } from '../mesh/fixtures.js';
 import { findWorkloadRecord } from '../../src/local/plan.js';
+import { changedWorkloads, changedWorkloadsOrDeployments } from '../../src/config/changed.js';
 import { noteOf, notRunNotes } from '../../src/local/not-run.js';
 
 const LOCATIONS = ['loc1', 'loc2'];
@@ -136,6 +137,15 @@ t.test('generated writes and file edits: the snapshot equals a full compile; unt
     const firsts = new Map<string, RawRecord>();
     for (const r of now.records) if (!firsts.has(recordKey(r)!)) firsts.set(recordKey(r)!, r);
     t.ok([...firsts].every(([k, r]) => store.record(k) === r) && store.record(keyOf('workload', 'w99', 'g1')) === undefined, `step ${step} (${what}): each key's record in force`);
+    // What changed, as the listeners are told it (config/changed.ts; from the compilation when it made
+    // this snapshot from the one before), against a walk of both snapshots' models.
+    const walked = new Set<string>();
+    for (const [key, w] of now.workloads) if (before.workloads.get(key) !== w) walked.add(key);
+    for (const key of before.workloads.keys()) if (!now.workloads.has(key)) walked.add(key);
+    t.same([...changedWorkloads(before, now)].sort(), [...walked].sort(), `step ${step} (${what}): the workloads changed`);
+    for (const [key, d] of now.deployments) if (before.deployments.get(key) !== d) walked.add(key);
+    for (const key of before.deployments.keys()) if (!now.deployments.has(key)) walked.add(key);
+    t.same([...changedWorkloadsOrDeployments(before, now)].sort(), [...walked].sort(), `step ${step} (${what}): and their deployments`);
     // What up's listeners keep along from one snapshot to the next (src/local/plan.ts, not-run.ts), as made from scratch.
     t.ok([...now.workloads.values()].every((w) => findWorkloadRecord(now.records, w) === firsts.get(keyOf('workload', w.name, w.gvc))), `step ${step} (${what}): each workload's record`);
     const fresh = [...now.workloads.values()].map((w) => noteOf(w, now)).filter((n) => n !== undefined);
