@@ -48,6 +48,7 @@ Build first: npm run build && npx tsc -p bench/tsconfig.json
   --list-rounds N      reads of the whole workload list                            default 3
   --out FILE           results file to append to (default bench/results/<date>-control-plane.md)
   --keep               keep the work folder (records, state, logs)
+  --cpu-prof DIR       write a V8 CPU profile of \`up\` into DIR (node --cpu-prof; written when it stops)
   --help               this text
 `;
 interface ApiBenchOptions {
@@ -62,6 +63,8 @@ interface ApiBenchOptions {
   readonly workDir: string;
   readonly logDir: string;
   readonly upstreamPort: number;
+  /** Where `up` writes its CPU profile (node --cpu-prof), when given. */
+  readonly cpuProfDir?: string;
   log(line: string): void;
 }
 
@@ -224,8 +227,9 @@ async function runControlPlane(o: ApiBenchOptions): Promise<ApiBenchResult> {
   const apiTarget = scaleName(Math.floor(o.workloads * API_TARGET_INDEX));
   const loadHosts = Array.from({ length: 8 }, (_, i) => hostOf(scaleName(Math.floor(((i + 0.5) * o.workloads) / 8))));
   const t0 = performance.now();
+  const profile = o.cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.resolve(o.cpuProfDir)];
   const up: Proc = spawnProc('up-control-plane', process.execPath, [
-    CLI, 'up', '--config', configDir, '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`,
+    ...profile, CLI, 'up', '--config', configDir, '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`,
     '--api', `127.0.0.1:${api}`, '--mesh', `127.0.0.1:${mesh}`, '--log-level', 'warn',
   ], { cwd: stateDir, logDir: o.logDir });
   try {
@@ -407,6 +411,7 @@ async function main(): Promise<number> {
       'list-rounds': { type: 'string', default: '3' },
       out: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      'cpu-prof': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -441,7 +446,8 @@ async function main(): Promise<number> {
     const upstream = spawnProc('upstream', process.execPath, [script('servers/upstream.js'), 'http', String(upstreamPort)], { logDir });
     await waitUntil(async () => (await httpRequest(upstreamPort, { path: '/', timeoutMs: 1000 }).catch(() => ({ status: 0 }))).status === 200, 20_000, 'the upstream', upstream);
     log(`== the control plane with ${fmtInt(opts.workloads)} workloads (work folder ${workDir})`);
-    result = await runControlPlane({ ...opts, workDir, logDir, upstreamPort, log });
+    const cpuProfDir = flags['cpu-prof'];
+    result = await runControlPlane({ ...opts, workDir, logDir, upstreamPort, log, ...(cpuProfDir === undefined ? {} : { cpuProfDir }) });
   } finally {
     await stopAll();
   }

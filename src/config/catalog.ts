@@ -14,6 +14,7 @@ import { objectAt, valueAt } from './schema.js';
 import { isReadKind, workloadGvc, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { canonicalHostName } from './values.js';
 import { replacedRun } from './runs.js';
+import { LayeredMap } from '../layered-map.js';
 
 export interface Catalog {
   /** The first org record (only one is allowed). */
@@ -28,6 +29,18 @@ export interface Catalog {
   readonly deployments: ReadonlyMap<string, RawRecord>;
   /** Location names of each GVC (placement.ts), keyed by GVC name. */
   readonly gvcLocations: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * What `catalogAfter` changed of the index `from` (held weakly: indexes made one from another do not
+ * keep each other): the workload and deployment keys deleted, then those put, in the order it did
+ * (a `Map` filled alike has the index's order); every other member of the index is `from`'s own
+ * object. compile.ts compiles only those again.
+ */
+export interface CatalogChange {
+  readonly from: WeakRef<Catalog>;
+  readonly workloads: { readonly deleted: readonly string[]; readonly put: readonly string[] };
+  readonly deployments: { readonly deleted: readonly string[]; readonly put: readonly string[] };
 }
 
 export interface Duplicate {
@@ -138,6 +151,14 @@ export interface BuiltCatalog {
 /** Changes beyond this many records are indexed again in full. */
 const FEW = 64;
 
+/** What `catalogAfter` changed to make each index it made from another. */
+const changes = new WeakMap<Catalog, CatalogChange>();
+
+/** How `catalog` was made from another index, when `catalogAfter` made it so. */
+export function catalogChange(catalog: Catalog): CatalogChange | undefined {
+  return changes.get(catalog);
+}
+
 /**
  * The index of `records`, made from `before` (the index of the records before a change) when the
  * change is a few workloads and deployments (and records of kinds the index leaves out) replaced,
@@ -159,7 +180,7 @@ function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[])
   if (removed.length + added.length === 0) return { ...before, records };
   const { catalog } = before;
   const maps = { workload: catalog.workloads, deployment: catalog.deployments };
-  const out = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
+  const out: Record<'workload' | 'deployment', ReadonlyMap<string, RawRecord>> = { workload: new Map(), deployment: new Map() };
   const gone = { workload: new Map<string, RawRecord>(), deployment: new Map<string, RawRecord>() };
   const keyed = (s: SourcedRecord): { kind: 'workload' | 'deployment'; key: string } | null | undefined => {
     const kind = s.record.kind;
@@ -198,15 +219,26 @@ function changedCatalog(before: BuiltCatalog, records: readonly SourcedRecord[])
     }
     put[k.kind].set(k.key, s.record);
   }
+  const done = { workload: { deleted: [] as string[], put: [] as string[] }, deployment: { deleted: [] as string[], put: [] as string[] } };
   for (const kind of ['workload', 'deployment'] as const) {
     if (gone[kind].size === 0 && put[kind].size === 0) {
-      out[kind] = maps[kind] as Map<string, RawRecord>;
+      out[kind] = maps[kind];
       continue;
     }
-    const next = new Map(maps[kind]);
-    for (const key of gone[kind].keys()) if (!put[kind].has(key)) next.delete(key);
-    for (const [key, record] of put[kind]) next.set(key, record);
+    // Layered over the map before (layered-map.ts: a `Map`'s order), not a copy of 10,000.
+    const next = LayeredMap.next(maps[kind]);
+    for (const key of gone[kind].keys()) {
+      if (put[kind].has(key)) continue;
+      next.delete(key);
+      done[kind].deleted.push(key);
+    }
+    for (const [key, record] of put[kind]) {
+      next.set(key, record);
+      done[kind].put.push(key);
+    }
     out[kind] = next;
   }
-  return { records, duplicates: [], catalog: { ...catalog, workloads: out.workload, deployments: out.deployment } };
+  const next: Catalog = { ...catalog, workloads: out.workload, deployments: out.deployment };
+  changes.set(next, { from: new WeakRef(catalog), workloads: done.workload, deployments: done.deployment });
+  return { records, duplicates: [], catalog: next };
 }

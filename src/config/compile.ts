@@ -8,7 +8,8 @@
  * part, `region` the rest (`aws-us-west-2` → `aws`, `us-west-2`; `local` → `local`, `local`).
  */
 import { gvcAlias } from './alias.js';
-import { buildCatalog, type Catalog } from './catalog.js';
+import { buildCatalog, catalogChange, type Catalog } from './catalog.js';
+import { LayeredMap } from '../layered-map.js';
 import { compileWorkload } from './compile-workload.js';
 import { deepFreeze, frozen } from './frozen.js';
 import { linkOfKind, locationName, workloadRef } from './links.js';
@@ -200,6 +201,76 @@ export function compile(
   warnings: readonly string[] = [],
   catalog: Catalog = buildCatalog(records).catalog,
 ): Snapshot {
+  const snapshot = changedCompile(records, settings, generation, warnings, catalog) ?? fullCompile(records, settings, generation, warnings, catalog);
+  compiledFrom.set(catalog, { settings, snapshot });
+  return snapshot;
+}
+
+/** The snapshot compiled from each index (with the settings it was compiled with). */
+const compiledFrom = new WeakMap<Catalog, { readonly settings: Settings; readonly snapshot: Snapshot }>();
+
+/**
+ * The snapshot of `catalog` made from the one compiled from the index it was made from
+ * (catalog.ts `catalogChange`: a few workloads and deployments changed, everything else the same
+ * objects) with the same settings: those workloads and deployments compiled (or removed) again, in
+ * maps layered over the ones before (layered-map.ts, a `Map`'s order: the order a full
+ * compile gives), everything else that snapshot's. A write of one workload then costs its own
+ * models rather than a pass over 10,000. Undefined when `catalog` was made otherwise.
+ */
+function changedCompile(records: readonly SourcedRecord[], settings: Settings, generation: number, warnings: readonly string[], catalog: Catalog): Snapshot | undefined {
+  const change = catalogChange(catalog);
+  const from = change?.from.deref();
+  const before = from === undefined ? undefined : compiledFrom.get(from);
+  if (change === undefined || before === undefined || before.settings !== settings) return undefined;
+  const previous = before.snapshot;
+  const org = previous.org;
+  const workloads = LayeredMap.next(previous.workloads);
+  for (const key of change.workloads.deleted) workloads.delete(key);
+  for (const key of change.workloads.put) {
+    const w = catalog.workloads.get(key)!;
+    const gvc = previous.gvcs.get(workloadGvc(w) as string);
+    if (gvc) workloads.set(key, reusedWorkload(w as unknown as WorkloadRecord, gvc, org, settings));
+    else workloads.delete(key);
+  }
+  const deployments = LayeredMap.next(previous.deployments);
+  for (const key of change.deployments.deleted) deployments.delete(key);
+  for (const key of change.deployments.put) deployments.set(key, reusedDeployment(catalog.deployments.get(key)! as unknown as DeploymentRecord));
+  const snapshot: Snapshot = Object.freeze({
+    settings: previous.settings,
+    ...(org ? { org } : {}),
+    locations: previous.locations,
+    gvcs: previous.gvcs,
+    workloads,
+    domains: previous.domains,
+    deployments,
+    records: Object.freeze(records.map((r) => frozen(r.record))),
+    warnings: Object.freeze([...warnings]),
+    generation,
+  });
+  const differs = <T>(keys: readonly string[], a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>): string[] => [...new Set(keys)].filter((k) => a.get(k) !== b.get(k));
+  compiledChanges.set(snapshot, {
+    before: previous,
+    workloads: differs([...change.workloads.deleted, ...change.workloads.put], previous.workloads, workloads),
+    deployments: differs([...change.deployments.deleted, ...change.deployments.put], previous.deployments, deployments),
+  });
+  return snapshot;
+}
+
+/** What a snapshot made from the one before changed of it: the keys whose workload model or deployment replicas differ. */
+export interface CompiledChange {
+  readonly before: Snapshot;
+  readonly workloads: readonly string[];
+  readonly deployments: readonly string[];
+}
+
+const compiledChanges = new WeakMap<Snapshot, CompiledChange>();
+
+/** How `snapshot` differs from the one it was compiled from, when `compile` made it from that one (config/changed.ts reads it). */
+export function compiledChange(snapshot: Snapshot): CompiledChange | undefined {
+  return compiledChanges.get(snapshot);
+}
+
+function fullCompile(records: readonly SourcedRecord[], settings: Settings, generation: number, warnings: readonly string[], catalog: Catalog): Snapshot {
   const org = catalog.org ? reusedOrg(catalog.org as unknown as OrgRecord) : undefined;
   const locations = new Map<string, LocationModel>();
   for (const [name, loc] of catalog.locations) locations.set(name, compileLocation(loc as unknown as LocationRecord));

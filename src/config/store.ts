@@ -37,9 +37,12 @@ import { readRecords, type ReadCache } from './load.js';
 import type { Settings, Snapshot } from './model.js';
 import type { RawRecord, SourcedRecord } from './records.js';
 import { deepFreeze } from './frozen.js';
+import { INLINE } from './findings.js';
 import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
+import { replacedRun } from './runs.js';
+import { LayeredMap } from '../layered-map.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
 export interface ConfigStoreOptions {
@@ -235,15 +238,18 @@ export class ConfigStore extends EventEmitter<Events> {
     // The records in force with this key's changed, rather than all of them composed and stamped again.
     const held = this.held;
     const now = new Date(this.now()).toISOString();
-    const again = held.overlayInline ? recomposed({ records: held.composed, meta: held.meta }, held.positions ?? positionsOf(held.composed), basePositions(held.base), key, entry, base !== null, now, newId) : undefined;
+    const positions = held.positions ?? positionsOf(held.composed);
+    // After a reload the API's records were composed at the state folder's place: placed as a write places them.
+    const composed = held.overlayInline ? held.composed : placedInline(held.composed, held.overlay, positions);
+    const again = recomposed({ records: composed, meta: held.meta }, positions, basePositions(held.base), key, entry, base !== null, now, newId);
     const result = refused(await composeAndCompile(this.options, this.memo, read, overlay, held.meta, this.snapshot.generation + 1, { newId, ...(again ? { recomposed: again } : {}) }), this.options);
     if (!result.ok) return result;
     accept?.(result.snapshot, this.snapshot);
     const kept = persistable(key, result.meta.get(key), entry);
     if (kept !== undefined || this.state.entries().has(key)) await this.state.save(new Map([[key, kept]]));
-    let byKey: Map<string, RawRecord> | undefined;
+    let byKey: LayeredMap<string, RawRecord> | undefined;
     if (again !== undefined) {
-      byKey = new Map(held.byKey);
+      byKey = LayeredMap.next(held.byKey);
       if (again.at === undefined) byKey.delete(key);
       else byKey.set(key, result.snapshot.records[again.at]!);
     }
@@ -312,7 +318,7 @@ export class ConfigStore extends EventEmitter<Events> {
   }
 
   private commit(result: Composed, byKey?: ReadonlyMap<string, RawRecord>): void {
-    this.held = heldOf(result, byKey);
+    this.held = heldOf(result, byKey ?? byKeyAfter(this.held.byKey, this.snapshot.records, result.snapshot));
     this.apply(result.snapshot);
   }
 
@@ -428,6 +434,22 @@ function unchangedKept(read: Read & { ok: true }, held: Held): Read & { ok: true
   return { ...read, base };
 }
 
+/**
+ * `composed` with the records of the overlay's entries at `INLINE`, where a write's composition
+ * places them (a reload with a state folder places them at the folder, for its findings to name).
+ */
+function placedInline(composed: readonly SourcedRecord[], overlay: ReadonlyMap<string, OverlayEntry>, positions: ReadonlyMap<string, number>): readonly SourcedRecord[] {
+  let out: SourcedRecord[] | undefined;
+  for (const [key, entry] of overlay) {
+    const at = positions.get(key);
+    if (entry.record === undefined || at === undefined || at < 0 || composed[at]!.source === INLINE) continue;
+    out ??= [...composed];
+    const { line: _line, ...placed } = { ...composed[at]!, source: INLINE };
+    out[at] = placed;
+  }
+  return out ?? composed;
+}
+
 /** `positionsOf` each list of base records (made at the first write after a reload, then kept). */
 const basePositionsKept = new WeakMap<readonly SourcedRecord[], ReadonlyMap<string, number>>();
 
@@ -482,7 +504,11 @@ async function composeAndCompile(
       const now = new Date((options.now ?? Date.now)()).toISOString();
       const composed = compose(read.base, kept, write ? undefined : options.state?.where);
       await setImmediate();
-      stamped = stamp(composed, meta, now, write?.newId);
+      const full = stamp(composed, meta, now, write?.newId);
+      // Where each key's record is (and the base's), for the next write to change its own alone: a turn of their own.
+      await setImmediate();
+      stamped = { ...full, positions: positionsOf(full.records) };
+      basePositions(read.base);
     }
     // Composing, stamping, validating and compiling 20,000 records are each a turn of the event loop
     // of their own: requests to the data plane are served between them.
@@ -534,6 +560,34 @@ function heldOf(c: Composed, byKey: ReadonlyMap<string, RawRecord> = byKeyOf(c.s
     perFile: c.perFile, base: c.base, baseHash: c.baseHash, overlay: c.overlay, meta: c.meta, byKey,
     composed: c.composed, positions: c.positions, overlayInline: c.overlayInline,
   };
+}
+
+/** Past this many records replaced, the records by key are made again in full. */
+const FEW = 64;
+
+/**
+ * `byKeyOf(snapshot)` made from `byKey`, the records by key of `records` (the snapshot before), when
+ * the new records replace a few of those (config/runs.ts: a file edit of one record keeps the
+ * others' objects, store.ts `unchangedKept`) and no key of theirs has several: layered over it
+ * (layered-map.ts) rather than 20,000 records keyed again. In full otherwise.
+ */
+function byKeyAfter(byKey: ReadonlyMap<string, RawRecord>, records: readonly RawRecord[], snapshot: Snapshot): ReadonlyMap<string, RawRecord> {
+  const { removed, added } = replacedRun(records, snapshot.records);
+  if (removed.length + added.length > FEW) return byKeyOf(snapshot);
+  const next = LayeredMap.next(byKey);
+  for (const record of removed) {
+    const key = recordKey(record);
+    if (key === undefined) continue;
+    if (next.get(key) !== record) return byKeyOf(snapshot);
+    next.delete(key);
+  }
+  for (const record of added) {
+    const key = recordKey(record);
+    if (key === undefined) continue;
+    if (next.has(key)) return byKeyOf(snapshot);
+    next.set(key, record);
+  }
+  return next;
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */

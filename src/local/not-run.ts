@@ -12,6 +12,7 @@
 import type { ContainerModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { changedWorkloadsOrDeployments } from '../config/changed.js';
+import { LayeredMap } from '../layered-map.js';
 
 /** The containers `up` runs a process for (those with a `command`), in declaration order. */
 export function runnableContainers(workload: Pick<WorkloadModel, 'containers'>): ContainerModel[] {
@@ -28,6 +29,20 @@ function whyNotRun(c: ContainerModel): string {
  * `svc/ignore` are not reasons here: they answer for themselves (503 `workload suspended`, 404).
  */
 export function notRunReason(workload: Pick<WorkloadModel, 'type' | 'containers'>): string | undefined {
+  const known = reasons.get(workload);
+  if (known !== undefined) return known === NONE ? undefined : known;
+  const reason = reasonOf(workload);
+  // A compiled model is frozen and kept while its record is unchanged: the scaler's tick, the plans
+  // and the health rows ask of all 10,000 workloads, and a change of one makes one new model.
+  if (Object.isFrozen(workload)) reasons.set(workload, reason ?? NONE);
+  return reason;
+}
+
+/** `notRunReason` of each frozen model asked (NONE: it runs). */
+const reasons = new WeakMap<object, string>();
+const NONE = '';
+
+function reasonOf(workload: Pick<WorkloadModel, 'type' | 'containers'>): string | undefined {
   if (workload.type === 'cron') return 'svcproxy up runs no cron workload (the platform runs it as a job on spec.job.schedule)';
   if (workload.containers.length === 0) return 'svcproxy up runs nothing: the workload has no container';
   if (runnableContainers(workload).length > 0) return undefined;
@@ -98,9 +113,10 @@ export function notRunNotes(snapshot: Snapshot): ReadonlyMap<string, NotRunNote>
   const known = notesBySnapshot.get(snapshot);
   if (known) return known;
   const last = lastNotes;
-  let notes: Map<string, NotRunNote>;
+  let notes: Map<string, NotRunNote> | LayeredMap<string, NotRunNote>;
   if (last !== undefined && last.snapshot.settings.vendor === snapshot.settings.vendor) {
-    notes = new Map(last.notes);
+    // Layered over the last notes (layered-map.ts), not a copy of 10,000.
+    notes = LayeredMap.next(last.notes);
     for (const key of changedWorkloadsOrDeployments(last.snapshot, snapshot)) {
       const workload = snapshot.workloads.get(key);
       const note = workload === undefined ? undefined : noteOf(workload, snapshot);

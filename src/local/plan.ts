@@ -10,7 +10,9 @@
  */
 import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
-import { workloadGvc } from '../config/records.js';
+import { workloadGvc, type RawRecord } from '../config/records.js';
+import { replacedRun } from '../config/runs.js';
+import { LayeredMap } from '../layered-map.js';
 import { workloadVersion } from './env.js';
 import { notRunReason, runnableContainers } from './not-run.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
@@ -49,28 +51,78 @@ export function replicaCount(options: { readonly suspend: boolean; readonly minS
 export type DesiredReplicas = (workload: string, location: string) => number | undefined;
 
 /** The first workload record of each `gvc/name` of a snapshot's records, made once per records. */
-const workloadRecords = new WeakMap<Snapshot['records'], ReadonlyMap<string, unknown>>();
+const workloadRecords = new WeakMap<Snapshot['records'], ReadonlyMap<string, RawRecord>>();
+/** The index made last, with its records: the next one is made from it when a write changed a few. */
+let lastIndex: { readonly records: Snapshot['records']; readonly index: ReadonlyMap<string, RawRecord>; readonly duplicates: boolean } | undefined;
+
+/** Past this many records replaced, the index is made again in full. */
+const FEW = 64;
+
+/** `gvc/name` of a workload record; undefined for any other record. */
+function workloadKeyOf(r: RawRecord): string | undefined {
+  if (r.kind !== 'workload' || typeof r.name !== 'string') return undefined;
+  const gvc = workloadGvc(r);
+  return typeof gvc === 'string' ? `${gvc}/${r.name}` : undefined;
+}
+
+function fullWorkloadIndex(records: Snapshot['records']): { index: Map<string, RawRecord>; duplicates: boolean } {
+  const index = new Map<string, RawRecord>();
+  let duplicates = false;
+  for (const r of records) {
+    const key = workloadKeyOf(r);
+    if (key === undefined) continue;
+    if (!index.has(key)) index.set(key, r);
+    else duplicates = true;
+  }
+  return { index, duplicates };
+}
+
+/**
+ * The index of `records` from the last one made, when they replaced a few of its records (a write:
+ * config/runs.ts) and no key has several: layered over it (layered-map.ts), not copied.
+ */
+function changedWorkloadIndex(records: Snapshot['records']): ReadonlyMap<string, RawRecord> | undefined {
+  const before = lastIndex;
+  if (before === undefined || before.duplicates) return undefined;
+  const { removed, added } = replacedRun(before.records, records);
+  if (removed.length + added.length > FEW) return undefined;
+  const index = LayeredMap.next(before.index);
+  for (const r of removed) {
+    const key = workloadKeyOf(r);
+    if (key === undefined) continue;
+    if (index.get(key) !== r) return undefined;
+    index.delete(key);
+  }
+  for (const r of added) {
+    const key = workloadKeyOf(r);
+    if (key === undefined) continue;
+    if (index.has(key)) return undefined;
+    index.set(key, r);
+  }
+  return index;
+}
+
+/** The workload records of `records` by `gvc/name` (the first of each). */
+function workloadIndex(records: Snapshot['records']): ReadonlyMap<string, RawRecord> {
+  const known = workloadRecords.get(records);
+  if (known !== undefined) return known;
+  let index = changedWorkloadIndex(records);
+  let duplicates = false;
+  if (index === undefined) ({ index, duplicates } = fullWorkloadIndex(records));
+  workloadRecords.set(records, index);
+  lastIndex = { records, index, duplicates };
+  return index;
+}
 
 /**
  * The workload's record among the snapshot's raw records (for its version), if there is one: the
  * first of its GVC and name. Looked up in an index made once per snapshot, as the health rows ask
- * for every workload on every readiness change (a scan each would cost workloads × records).
+ * for every workload on every readiness change (a scan each would cost workloads × records), and
+ * made from the last one when a write replaced a few records (a scan of 20,000 records per write
+ * otherwise).
  */
 export function findWorkloadRecord(records: Snapshot['records'], workload: WorkloadModel): unknown {
-  let byKey = workloadRecords.get(records);
-  if (byKey === undefined) {
-    const index = new Map<string, unknown>();
-    for (const r of records) {
-      if (r.kind !== 'workload' || typeof r.name !== 'string') continue;
-      const gvc = workloadGvc(r);
-      if (typeof gvc !== 'string') continue;
-      const key = `${gvc}/${r.name}`;
-      if (!index.has(key)) index.set(key, r);
-    }
-    workloadRecords.set(records, index);
-    byKey = index;
-  }
-  return byKey.get(`${workload.gvc}/${workload.name}`);
+  return workloadIndex(records).get(`${workload.gvc}/${workload.name}`);
 }
 
 /** `<VENDOR>_WORKLOAD_VERSION` of the configured workload. */

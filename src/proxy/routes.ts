@@ -10,6 +10,8 @@ import type { PortModel, Protocol, Snapshot, WorkloadModel } from '../config/mod
 import type { Deps } from '../deps.js';
 import { buildHostIndex, nextHostIndex, chooseLocation, geoCandidates, matchDomainRoute, type GeoCandidate, type HostIndex, type HostPort, type HostTarget, type Replica, type ReplicaRegistry } from '../routing/index.js';
 import { isIgnored } from '../config/compile-workload.js';
+import { changedWorkloads } from '../config/changed.js';
+import { LayeredMap } from '../layered-map.js';
 import type { Hop, OutboundCaller } from './mesh-peer.js';
 import { buildChain, type Chain } from './filters.js';
 import { vendorHeaders, type FilterFactory, type SharedResources, type VendorHeaders } from '../filter/index.js';
@@ -48,27 +50,44 @@ export interface RouteTableDeps {
  */
 export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, env: RouteTableDeps, previous?: RouteTable): RouteTable {
   const before = previous?.snapshot.settings.vendor === snapshot.settings.vendor ? previous : undefined;
-  // Copied whole (a native copy), then the workloads whose models changed put again.
-  const ingressChains = new Map<string, Chain>(before?.ingressChains);
-  const sidecarChains = new Map<string, Chain>(before?.sidecarChains);
-  const retryPolicies = new Map<string, RetryPolicy>(before?.retryPolicies);
-  if (before !== undefined) {
+  // Layered over the maps in force (layered-map.ts), which the requests still reading them keep
+  // as they are; the workloads whose models changed are put again.
+  const ingressChains = before === undefined ? new Map<string, Chain>() : LayeredMap.next(before.ingressChains);
+  const sidecarChains = before === undefined ? new Map<string, Chain>() : LayeredMap.next(before.sidecarChains);
+  const retryPolicies = before === undefined ? new Map<string, RetryPolicy>() : LayeredMap.next(before.retryPolicies);
+  const put = (workload: WorkloadModel): void => {
+    const key = workload.key;
+    const gvc = snapshot.gvcs.get(workload.gvc);
+    retryPolicies.set(key, compileRetryPolicy(workload.retryPolicy));
+    const ctx = { snapshot, workload, gvc, ...env };
+    ingressChains.set(key, buildChain(factories.ingress, ctx));
+    if (env.sidecarOf === undefined || env.sidecarOf === key) sidecarChains.set(key, buildChain(factories.sidecar, ctx));
+    else sidecarChains.delete(key);
+  };
+  if (before === undefined) {
+    for (const workload of snapshot.workloads.values()) put(workload);
+  } else if (sameGvcs(before.snapshot, snapshot)) {
+    // Only the workloads whose models changed (changed.ts, worked out once per pair of snapshots).
+    for (const key of changedWorkloads(before.snapshot, snapshot)) {
+      const workload = snapshot.workloads.get(key);
+      if (workload !== undefined) put(workload);
+      else {
+        ingressChains.delete(key);
+        sidecarChains.delete(key);
+        retryPolicies.delete(key);
+      }
+    }
+  } else {
     for (const key of before.snapshot.workloads.keys()) {
       if (snapshot.workloads.has(key)) continue;
       ingressChains.delete(key);
       sidecarChains.delete(key);
       retryPolicies.delete(key);
     }
-  }
-  for (const workload of snapshot.workloads.values()) {
-    const key = workload.key;
-    const gvc = snapshot.gvcs.get(workload.gvc);
-    if (before !== undefined && before.snapshot.workloads.get(key) === workload && before.snapshot.gvcs.get(workload.gvc) === gvc) continue;
-    retryPolicies.set(key, compileRetryPolicy(workload.retryPolicy));
-    const ctx = { snapshot, workload, gvc, ...env };
-    ingressChains.set(key, buildChain(factories.ingress, ctx));
-    if (env.sidecarOf === undefined || env.sidecarOf === key) sidecarChains.set(key, buildChain(factories.sidecar, ctx));
-    else sidecarChains.delete(key);
+    for (const workload of snapshot.workloads.values()) {
+      if (before.snapshot.workloads.get(workload.key) === workload && before.snapshot.gvcs.get(workload.gvc) === snapshot.gvcs.get(workload.gvc)) continue;
+      put(workload);
+    }
   }
   return {
     snapshot,
@@ -78,6 +97,13 @@ export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, 
     retryPolicies,
     headers: vendorHeaders(snapshot.settings.vendor),
   };
+}
+
+/** Whether both snapshots have the same GVC models (a workload's chain reads its GVC's). */
+function sameGvcs(a: Snapshot, b: Snapshot): boolean {
+  if (a.gvcs.size !== b.gvcs.size) return false;
+  for (const [name, gvc] of a.gvcs) if (b.gvcs.get(name) !== gvc) return false;
+  return true;
 }
 
 /** The declared port (of any container) with this number; the primary port when none is given. */

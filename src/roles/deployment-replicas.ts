@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { DeploymentReplicaModel, ProbeModel, Snapshot, WorkloadModel } from '../config/model.js';
+import { changedWorkloadsOrDeployments } from '../config/changed.js';
 import type { Deps } from '../deps.js';
 import type { Metrics } from '../admin/metrics.js';
 import { workloadTraffic, type ReplicaRegistry, type Replica, type WorkloadTraffic } from '../routing/replicas.js';
@@ -62,7 +63,13 @@ export interface DeploymentContext {
 
 export class DeploymentReplicas {
   /** Per workload (key): its replicas by identity, with their probe loops, and what they were made from. */
-  private made = new Map<string, MadeFrom>();
+  private readonly made = new Map<string, MadeFrom>();
+  /** The snapshot applied last: the next is compared with it. */
+  private last: Snapshot | undefined;
+  /** Workloads (keys) some replica of which DNS names: looked at on every apply (an answer moves them). */
+  private readonly unfixed = new Set<string>();
+  /** Replicas of every workload in `made`. */
+  private total = 0;
   /** Per deployed workload: has a request been routed to it (kept across configuration changes). */
   private readonly traffic = new Map<string, WorkloadTraffic>();
   /** Where the deployment replicas' quiet checks wait (src/local/probe.ts). */
@@ -86,33 +93,39 @@ export class DeploymentReplicas {
    * probe loop, so a reload never takes healthy replicas out of rotation.
    */
   apply(snapshot: Snapshot): void {
-    const previous = this.made;
-    const made = new Map<string, MadeFrom>();
+    const made = this.made;
+    const last = this.last;
+    this.last = snapshot;
+    // After the first, only the workloads whose model or deployment the change touched (config/changed.ts)
+    // and those a DNS name may move are looked at: a change of one of 10,000 costs that one.
+    const keys: Iterable<string> = last === undefined ? [...snapshot.deployments.keys(), ...made.keys()] : new Set([...changedWorkloadsOrDeployments(last, snapshot), ...this.unfixed]);
     const expanded = new Map<string, DeploymentReplicaModel[]>();
+    const removed: string[] = [];
     const names = new Set<string>();
-    let total = 0;
-    for (const [key, list] of snapshot.deployments) {
-      // A workload whose deployment and model are the objects its replicas were made from (compile.ts
-      // reuses both when their records did not change) and that no DNS name moves keeps them as they
-      // are: a change of one workload looks at the others no further.
-      const known = previous.get(key);
-      if (known !== undefined && known.fixed && known.list === list && known.workload === snapshot.workloads.get(key)) {
-        made.set(key, known);
-        total += known.replicas.size;
+    let total = this.total;
+    for (const key of keys) {
+      const list = snapshot.deployments.get(key);
+      const known = made.get(key);
+      if (list === undefined || !snapshot.workloads.has(key)) {
+        if (known !== undefined) removed.push(key);
         continue;
       }
+      // A workload whose deployment and model are the objects its replicas were made from (compile.ts
+      // reuses both when their records did not change) and that no DNS name moves keeps them as they are.
+      if (known !== undefined && known.fixed && known.list === list && known.workload === snapshot.workloads.get(key)) continue;
       const out = this.expandByDns(list, names);
       expanded.set(key, out);
-      total += out.length;
+      total += out.length - (known?.replicas.size ?? 0);
     }
+    for (const key of removed) total -= made.get(key)!.replicas.size;
+    this.total = total;
     this.dns?.track(names);
     const probeDeps = { ...this.ctx.deps, registry: this.ctx.registry, logger: this.ctx.logger };
     const gone: DeployedReplica[] = [];
     for (const [key, list] of expanded) {
       // Replicas can only be kept within their workload (the identity names it).
-      const before = previous.get(key)?.replicas ?? new Map<string, DeployedReplica>();
-      const workload = snapshot.workloads.get(key);
-      if (!workload) continue;
+      const before = made.get(key)?.replicas ?? new Map<string, DeployedReplica>();
+      const workload = snapshot.workloads.get(key)!;
       let traffic = this.traffic.get(key);
       if (!traffic) this.traffic.set(key, (traffic = workloadTraffic()));
       const quiet = quietWhileUnrouted(traffic, QUIET_PROBE_PERIOD_MS, this.quietSlots);
@@ -154,8 +167,15 @@ export class DeploymentReplicas {
       for (const [identity, old] of before) if (replicas.get(identity) !== old) gone.push(old);
       const fixed = !snapshot.deployments.get(key)!.some((d) => discoveredNameOf(d).name !== undefined);
       made.set(key, { list: snapshot.deployments.get(key)!, workload, fixed, replicas });
+      if (fixed) this.unfixed.delete(key);
+      else this.unfixed.add(key);
     }
-    for (const [key, known] of previous) if (!made.has(key)) gone.push(...known.replicas.values());
+    for (const key of removed) {
+      gone.push(...made.get(key)!.replicas.values());
+      made.delete(key);
+      this.unfixed.delete(key);
+      this.traffic.delete(key);
+    }
     // Gone (a record changed, or an address left its name's answer): out of rotation now; the
     // pools finish the requests in flight before they close (Upstreams.forget).
     for (const old of gone) {
@@ -166,15 +186,11 @@ export class DeploymentReplicas {
       if (old.replica.sidecar) upstreams.forget(old.replica.sidecar);
       else for (const address of old.replica.ports.values()) upstreams.forget(address);
     }
-    for (const key of this.traffic.keys()) if (!snapshot.deployments.has(key)) this.traffic.delete(key);
-    this.made = made;
-    // In the snapshot's order, so the same replicas make the same list (no change of the table).
-    const listed: Replica[] = [];
-    for (const key of snapshot.deployments.keys()) {
-      const known = made.get(key);
-      if (known !== undefined) for (const deployed of known.replicas.values()) listed.push(deployed.replica);
-    }
-    this.ctx.registry.replace('deployment', listed);
+    // Only the workloads made again (or gone) are told to the registry, which makes only their view again.
+    const changed = new Map<string, readonly Replica[]>();
+    for (const key of expanded.keys()) changed.set(key, [...(made.get(key)?.replicas.values() ?? [])].map((deployed) => deployed.replica));
+    for (const key of removed) changed.set(key, []);
+    this.ctx.registry.replaceWorkloads('deployment', changed);
   }
 
   /**

@@ -24,6 +24,7 @@ import type {
 } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { changedWorkloads } from '../config/changed.js';
+import { LayeredMap } from '../layered-map.js';
 
 export type Listener = 'external' | 'mesh';
 
@@ -240,18 +241,24 @@ function pickPort(entry: InternalEntry, requested: number | undefined): number |
   return entry.ports.has(requested) ? requested : undefined;
 }
 
+/** One table while it is filled: a `Map` (a full build) or a `LayeredMap` (made from the one in force). */
+interface Filling<V> extends ReadonlyMap<string, V> {
+  set(key: string, value: V): unknown;
+  delete(key: string): boolean;
+}
+
 /** The tables a host index is made of, while they are filled. */
 interface Tables {
-  readonly fixed: Map<string, HostTarget>;
-  readonly replicaBases: Map<string, WorkloadLocation>;
-  readonly internal: Map<string, InternalEntry>;
-  readonly internalReplicas: Map<string, InternalReplicaEntry>;
+  readonly fixed: Filling<HostTarget>;
+  readonly replicaBases: Filling<WorkloadLocation>;
+  readonly internal: Filling<InternalEntry>;
+  readonly internalReplicas: Filling<InternalReplicaEntry>;
   readonly domains: Map<string, DomainEntry>;
   readonly conflicts: string[];
 }
 
 /** Puts (or takes back) one name of a table: `claim` puts it, `release` takes back a workload's. */
-type Claim = <V extends object>(map: Map<string, V>, host: string, value: V & { readonly workload: WorkloadModel }) => void;
+type Claim = <V extends object>(map: Filling<V>, host: string, value: V & { readonly workload: WorkloadModel }) => void;
 
 function claimer(conflicts: string[]): Claim {
   return (map, host, value) => {
@@ -313,6 +320,7 @@ function aliasAndDomainNames(t: Tables, snapshot: Snapshot, claim: Claim): void 
   }
 }
 
+/** The index of tables filled: never changed again (the next index is made in maps of its own). */
 function indexOf(t: Tables, snapshot: Snapshot): HostIndex {
   return {
     generation: snapshot.generation,
@@ -327,7 +335,10 @@ function indexOf(t: Tables, snapshot: Snapshot): HostIndex {
 
 /** Build the lookup tables for one snapshot. Cost is linear in workloads × locations. */
 export function buildHostIndex(snapshot: Snapshot): HostIndex {
-  const t: Tables = { fixed: new Map(), replicaBases: new Map(), internal: new Map(), internalReplicas: new Map(), domains: new Map(), conflicts: [] };
+  const t = {
+    fixed: new Map<string, HostTarget>(), replicaBases: new Map<string, WorkloadLocation>(), internal: new Map<string, InternalEntry>(),
+    internalReplicas: new Map<string, InternalReplicaEntry>(), domains: new Map<string, DomainEntry>(), conflicts: [] as string[],
+  };
   const claim = claimer(t.conflicts);
   for (const workload of snapshot.workloads.values()) workloadNames(t, snapshot, workload, claim);
   aliasAndDomainNames(t, snapshot, claim);
@@ -337,8 +348,9 @@ export function buildHostIndex(snapshot: Snapshot): HostIndex {
 /**
  * The index of `snapshot` made from `previous`, the index of `before`: the names of the workloads
  * whose model changed (a new object: compile.ts reuses the model of an unchanged record) are taken
- * back and claimed again, the GVC aliases and domains made again; the other names are kept, so one
- * workload's change costs a copy of the tables rather than every name built again. A full build
+ * back and claimed again, the GVC aliases and domains made again; the other names are kept, in
+ * tables layered over the previous index's (layered-map.ts: `previous` is left as it is, for the
+ * requests still reading it), so one workload's change costs its own names. A full build
  * instead when names may have moved for all (settings, the org, a GVC changed), when many workloads
  * changed, or when a name is claimed twice (the full build's order decides which claim wins).
  */
@@ -347,14 +359,18 @@ export function nextHostIndex(previous: HostIndex, before: Snapshot, snapshot: S
   const changed = changedWorkloads(before, snapshot);
   if (changed.length * 4 > snapshot.workloads.size) return buildHostIndex(snapshot);
   const t: Tables = {
-    fixed: new Map(previous.fixed),
-    replicaBases: new Map(previous.replicaBases),
-    internal: new Map(previous.internal),
-    internalReplicas: new Map(previous.internalReplicas),
+    fixed: LayeredMap.next(previous.fixed),
+    replicaBases: LayeredMap.next(previous.replicaBases),
+    internal: LayeredMap.next(previous.internal),
+    internalReplicas: LayeredMap.next(previous.internalReplicas),
     domains: new Map(),
     conflicts: [],
   };
-  for (const [host, target] of t.fixed) if (target.kind === 'alias') t.fixed.delete(host);
+  // The GVCs are the same objects (sameNaming): the alias names of `before` are theirs.
+  for (const gvc of before.gvcs.values()) {
+    const host = gvcAliasHost(before.settings, gvc);
+    if (t.fixed.get(host)?.kind === 'alias') t.fixed.delete(host);
+  }
   for (const key of changed) {
     const old = before.workloads.get(key);
     if (old !== undefined) workloadNames(t, before, old, release);

@@ -3,7 +3,8 @@
  * whether they are ready, and how many requests each has outstanding. It is runtime state, not
  * configuration: sources (`svcproxy up`'s supervisor, the `deployment` records of the config) each
  * replace their own list, probes flip `ready`, the forwarder counts `outstanding`. Readers get the
- * merged per-workload, per-location view, rebuilt only when a source changes its list.
+ * merged per-workload, per-location view, made again only for the workloads whose replicas a source
+ * changed.
  */
 import { EventEmitter } from 'node:events';
 import type { Clock, Timer } from '../deps.js';
@@ -110,22 +111,45 @@ export function whenFirstChecked(
 }
 
 export class ReplicaRegistry extends EventEmitter {
-  private readonly sources = new Map<string, readonly Replica[]>();
-  private index = new Map<string, Map<string, Replica[]>>();
+  /** Each source's replicas by workload, in its list's order. */
+  private readonly bySource = new Map<string, Map<string, readonly Replica[]>>();
+  private readonly index = new Map<string, Map<string, Replica[]>>();
   /** Per workload: its replicas whose first readiness check has not completed, each with a way to run it now. */
   private readonly unchecked = new Map<string, Map<Replica, () => Promise<void>>>();
 
   /**
    * Replace every replica that `source` contributes. The same replicas in the same order are no
-   * change (nothing rebuilt, no `change` event): a reload that leaves them alone costs a comparison.
+   * change (nothing made again, no `change` event): a reload that leaves them alone costs a
+   * comparison. Otherwise only the workloads whose replicas of `source` differ (others, or in
+   * another order) have their view made again (see `replaceWorkloads`).
    */
   replace(source: string, replicas: readonly Replica[]): void {
-    const current = this.sources.get(source) ?? EMPTY;
-    if (current.length === replicas.length && current.every((r, i) => r === replicas[i])) return;
-    if (replicas.length === 0) this.sources.delete(source);
-    else this.sources.set(source, replicas);
-    this.rebuild();
-    this.emit('change');
+    const before = this.bySource.get(source);
+    const after = byWorkload(replicas);
+    const changed = new Map<string, readonly Replica[]>();
+    for (const [workload, list] of after) if (!sameList(before?.get(workload), list)) changed.set(workload, list);
+    if (before !== undefined) for (const workload of before.keys()) if (!after.has(workload)) changed.set(workload, EMPTY);
+    if (changed.size > 0) this.replaceWorkloads(source, changed);
+  }
+
+  /**
+   * Replace the replicas `source` contributes to the workloads named (an empty list: none any
+   * more); the others' stay as they are, and only the named workloads' view is made again (each
+   * location's in index order, so a replica whose index moved takes its place). A reader keeps the
+   * lists it was given as they were.
+   */
+  replaceWorkloads(source: string, lists: ReadonlyMap<string, readonly Replica[]>): void {
+    if (lists.size === 0) return;
+    let own = this.bySource.get(source);
+    if (own === undefined) this.bySource.set(source, (own = new Map()));
+    let changed = false;
+    for (const [workload, list] of lists) {
+      if (list.length === 0) own.delete(workload);
+      else own.set(workload, list);
+      if (this.remake(workload)) changed = true;
+    }
+    if (own.size === 0) this.bySource.delete(source);
+    if (changed) this.emit('change');
   }
 
   /** Replicas of a workload in one location, in index order. */
@@ -142,7 +166,7 @@ export class ReplicaRegistry extends EventEmitter {
   /** Every replica of every workload (for probes and metrics). */
   all(): Replica[] {
     const out: Replica[] = [];
-    for (const list of this.sources.values()) out.push(...list);
+    for (const own of this.bySource.values()) for (const list of own.values()) for (const replica of list) out.push(replica);
     return out;
   }
 
@@ -198,20 +222,36 @@ export class ReplicaRegistry extends EventEmitter {
     this.emit('ready', replica);
   }
 
-  private rebuild(): void {
-    const index = new Map<string, Map<string, Replica[]>>();
-    for (const list of this.sources.values()) {
-      for (const replica of list) {
-        let byLocation = index.get(replica.workload);
-        if (!byLocation) index.set(replica.workload, (byLocation = new Map()));
+  /** Makes the view of one workload again, from every source's replicas of it, each location's in index order; whether it differs. */
+  private remake(workload: string): boolean {
+    const byLocation = new Map<string, Replica[]>();
+    for (const bySource of this.bySource.values()) {
+      for (const replica of bySource.get(workload) ?? EMPTY) {
         let replicas = byLocation.get(replica.location);
         if (!replicas) byLocation.set(replica.location, (replicas = []));
         replicas.push(replica);
       }
     }
-    for (const byLocation of index.values()) {
-      for (const replicas of byLocation.values()) replicas.sort((a, b) => a.index - b.index);
-    }
-    this.index = index;
+    for (const replicas of byLocation.values()) replicas.sort((a, b) => a.index - b.index);
+    const before = this.index.get(workload);
+    if (byLocation.size === 0) this.index.delete(workload);
+    else this.index.set(workload, byLocation);
+    if (before === undefined || before.size !== byLocation.size) return before !== undefined || byLocation.size > 0;
+    for (const [location, replicas] of byLocation) if (!sameList(before.get(location), replicas)) return true;
+    return false;
   }
+}
+
+function byWorkload(replicas: readonly Replica[]): Map<string, Replica[]> {
+  const out = new Map<string, Replica[]>();
+  for (const replica of replicas) {
+    const list = out.get(replica.workload);
+    if (list === undefined) out.set(replica.workload, [replica]);
+    else list.push(replica);
+  }
+  return out;
+}
+
+function sameList(a: readonly Replica[] | undefined, b: readonly Replica[]): boolean {
+  return a !== undefined && a.length === b.length && a.every((r, i) => r === b[i]);
 }

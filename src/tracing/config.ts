@@ -142,6 +142,8 @@ export function compileTracingPlan(snapshot: Snapshot, opts: TracingPlanOptions 
     byGvc.set(gvc.name, spec);
   }
   const workloads = new Map<string, WorkloadTracing>();
+  // No GVC traces (the common case): no pass over every workload for each change.
+  if (exporters.size === 0) return { exporters, workloads, notes };
   for (const w of snapshot.workloads.values()) {
     const spec = byGvc.get(w.gvc);
     if (!spec || w.tags[disabledTag] === 'true') continue;

@@ -1,7 +1,7 @@
 /**
  * The platform API's index of a snapshot's records (src/local/api/views.ts `indexOf`) is made from
  * the index made before when a write changed a few records: after every generated change (records
- * replaced in place, removed, added at the end or in the middle, moved, duplicated, an org record
+ * replaced in place, one or a run of them in the same or another order, removed, added at the end or in the middle, moved, duplicated, an org record
  * come and gone) each kind's map holds what a full index holds, in the same order.
  */
 import t from 'tap';
@@ -29,7 +29,14 @@ t.test('generated changes: the index made from the last one is the full index', 
     const op = int(10);
     const at = int(records.length);
     let what: string;
-    if (op < 4) {
+    if (op < 4 && random() < 0.4) {
+      // A file edit of a few records side by side: new objects in their places, sometimes in another order.
+      const n = 2 + int(3);
+      const run = records.slice(at, at + n).map((r) => record(String(r.kind), String(r.name), step));
+      if (random() < 0.3) run.reverse();
+      records.splice(at, run.length, ...run);
+      what = `replace ${run.length} from ${at}`;
+    } else if (op < 4) {
       const r = records[at]!;
       records[at] = record(String(r.kind), String(r.name), step);
       what = `replace ${String(r.kind)}/${String(r.name)}`;

@@ -1,10 +1,13 @@
 /**
  * A write through the store reuses the compiled models of the records it did not change
  * (src/config/compile.ts: by record identity; overlay.ts: the stamped copy of an unchanged record is
- * the same object): after every generated change, written through the API or made by editing the
- * file, the snapshot in force equals a full compile of the same records (copied, so nothing is
- * reused), and a workload the change did not touch keeps its model object (after a file edit too:
- * a reload keeps the objects of the records whose content did not change).
+ * the same object; compile.ts: only the workloads and deployments the index changed, in maps
+ * layered over the snapshot before): after every generated change, written through the API or made
+ * by editing the file, the snapshot in force equals a full compile of the same records (copied, so
+ * nothing is reused; maps in the same order), and a workload the change did not touch keeps its model object (after a file edit too:
+ * a reload keeps the objects of the records whose content did not change). What `up`'s listeners
+ * make of each snapshot from the one before (a workload's record, the notes of what it does not
+ * run) is held to the same made from scratch.
  */
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
@@ -16,6 +19,9 @@ import { compileRecords } from '../../src/config/snapshot.js';
 import type { Snapshot } from '../../src/config/model.js';
 import { silentLogger } from '../../src/log.js';
 import { tempDir } from '../mesh/fixtures.js';
+import { findWorkloadRecord } from '../../src/local/plan.js';
+import { changedWorkloads, changedWorkloadsOrDeployments } from '../../src/config/changed.js';
+import { noteOf, notRunNotes } from '../../src/local/not-run.js';
 
 const LOCATIONS = ['loc1', 'loc2'];
 const GVCS = ['g1', 'g2'];
@@ -43,9 +49,16 @@ function deploymentRecord(name: string, gvc: string, port: number): RawRecord {
   return { kind: 'deployment', name, gvc, status: { locations: [{ name: 'loc1', replicas: [{ name: `${name}-0`, address: `127.0.0.1:${port}` }] }] } };
 }
 
-/** The compiled models of a snapshot (not the warnings, which name each record's file). */
+/**
+ * The compiled models of a snapshot (not the warnings, which name each record's file), each map as
+ * its entries in order (a snapshot made from the one before holds maps layered over its maps: they
+ * must read as a full compile's, in the same order).
+ */
 function models(s: Snapshot): unknown {
-  return { org: s.org, locations: s.locations, gvcs: s.gvcs, workloads: s.workloads, domains: s.domains, deployments: s.deployments, settings: s.settings };
+  return {
+    org: s.org, locations: [...s.locations], gvcs: [...s.gvcs], workloads: [...s.workloads], domains: [...s.domains], deployments: [...s.deployments],
+    settings: s.settings, records: s.records,
+  };
 }
 
 t.test('generated writes and file edits: the snapshot equals a full compile; untouched workloads keep their models', async (t) => {
@@ -124,6 +137,20 @@ t.test('generated writes and file edits: the snapshot equals a full compile; unt
     const firsts = new Map<string, RawRecord>();
     for (const r of now.records) if (!firsts.has(recordKey(r)!)) firsts.set(recordKey(r)!, r);
     t.ok([...firsts].every(([k, r]) => store.record(k) === r) && store.record(keyOf('workload', 'w99', 'g1')) === undefined, `step ${step} (${what}): each key's record in force`);
+    // What changed, as the listeners are told it (config/changed.ts; from the compilation when it made
+    // this snapshot from the one before), against a walk of both snapshots' models.
+    const walked = new Set<string>();
+    for (const [key, w] of now.workloads) if (before.workloads.get(key) !== w) walked.add(key);
+    for (const key of before.workloads.keys()) if (!now.workloads.has(key)) walked.add(key);
+    t.same([...changedWorkloads(before, now)].sort(), [...walked].sort(), `step ${step} (${what}): the workloads changed`);
+    for (const [key, d] of now.deployments) if (before.deployments.get(key) !== d) walked.add(key);
+    for (const key of before.deployments.keys()) if (!now.deployments.has(key)) walked.add(key);
+    t.same([...changedWorkloadsOrDeployments(before, now)].sort(), [...walked].sort(), `step ${step} (${what}): and their deployments`);
+    // What up's listeners keep along from one snapshot to the next (src/local/plan.ts, not-run.ts), as made from scratch.
+    t.ok([...now.workloads.values()].every((w) => findWorkloadRecord(now.records, w) === firsts.get(keyOf('workload', w.name, w.gvc))), `step ${step} (${what}): each workload's record`);
+    const fresh = [...now.workloads.values()].map((w) => noteOf(w, now)).filter((n) => n !== undefined);
+    const byKey = (a: { workload: string }, b: { workload: string }): number => a.workload.localeCompare(b.workload);
+    t.same([...notRunNotes(now).values()].sort(byKey), fresh.sort(byKey), `step ${step} (${what}): the notes of what up does not run`);
     if (op < 6 || op === 9) {
       let kept = 0;
       for (const [key, model] of now.workloads) {

@@ -21,7 +21,7 @@ import type { RawRecord } from '../../config/records.js';
 import { QUOTA_DEFAULTS, isQuotaName, type QuotaName } from '../../config/quotas.js';
 import type { WriteAccept } from '../../config/store.js';
 import { ApiError } from './errors.js';
-import { indexOf, selfLink, stableId, type RecordIndex } from './views.js';
+import { indexChange, indexOf, selfLink, stableId, type RecordIndex } from './views.js';
 
 export { QUOTA_DEFAULTS, type QuotaName };
 
@@ -101,9 +101,46 @@ const counted = new WeakMap<Snapshot, { readonly org: string; readonly counts: R
 function counts(snapshot: Snapshot, index: RecordIndex): ReadonlyMap<string, number> {
   const known = counted.get(snapshot);
   if (known !== undefined && known.org === index.org) return known.counts;
-  const made = countsOf(snapshot, index);
+  const made = countsAfter(snapshot, index) ?? countsOf(snapshot, index);
   counted.set(snapshot, { org: index.org, counts: made });
+  countedIndex.set(index, made);
   return made;
+}
+
+/** `counts` of each index counted (an index made from another: views.ts `indexChange`). */
+const countedIndex = new WeakMap<RecordIndex, ReadonlyMap<string, number>>();
+
+/**
+ * `countsOf(snapshot, index)` from the counts of the index `index` was made from, when they were
+ * counted and the GVCs are the same: the keys that came and went counted, not 10,000 workloads
+ * again at every write.
+ */
+function countsAfter(snapshot: Snapshot, index: RecordIndex): Map<string, number> | undefined {
+  const change = indexChange(index);
+  const from = change?.from.deref();
+  const before = from === undefined ? undefined : countedIndex.get(from);
+  if (change === undefined || before === undefined) return undefined;
+  for (const g of snapshot.gvcs.keys()) if (!before.has(`workloads-per-gvc/${g}`)) return undefined;
+  if (before.size !== 4 + 2 * snapshot.gvcs.size) return undefined;
+  const out = new Map(before);
+  out.set('agents', index.of('agent').size);
+  out.set('gvcs', snapshot.gvcs.size);
+  out.set('domains', index.of('domain').size);
+  out.set('cloudaccounts', index.of('cloudaccount').size);
+  const follow = (ids: readonly string[], by: number): void => {
+    for (const id of ids) {
+      const kind = id.slice(0, id.indexOf('/'));
+      const name = kind === 'workload' ? 'workloads-per-gvc' : kind === 'identity' ? 'identities-per-gvc' : undefined;
+      if (name === undefined) continue;
+      const key = id.slice(kind.length + 1);
+      const k = `${name}/${key.slice(0, key.indexOf('/'))}`;
+      const n = out.get(k);
+      if (n !== undefined) out.set(k, n + by);
+    }
+  };
+  follow(change.added, 1);
+  follow(change.removed, -1);
+  return out;
 }
 
 function countsOf(snapshot: Snapshot, index: RecordIndex): Map<string, number> {

@@ -13,6 +13,7 @@ import type { Snapshot } from '../../config/model.js';
 import type { RawRecord } from '../../config/records.js';
 import { recordKey, stableId } from '../../config/record-meta.js';
 import { replacedRun } from '../../config/runs.js';
+import { LayeredMap } from '../../layered-map.js';
 
 export { stableId };
 
@@ -77,20 +78,21 @@ export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, 
 
 /**
  * The index of `records` made from `before`'s (the records of an earlier snapshot), when they differ
- * in a few records (a write: one record replaced in its place, removed, or added after the others)
- * whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
+ * in a few records (a write: one record replaced in its place, removed, or added after the others; a
+ * file edit: a few replaced in their places) whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
  * Undefined otherwise (an index in full then: a full build's order, first record of a key winning).
  */
-function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<string, ReadonlyMap<string, RawRecord>> | undefined {
+function changedIndex(before: Indexed, records: readonly RawRecord[]): { byKind: Map<string, ReadonlyMap<string, RawRecord>>; keys: { added: string[]; removed: string[] } } | undefined {
   if (before.duplicates) return undefined;
   const { removed, added, tail } = replacedRun(before.records, records);
   if (removed.length + added.length > FEW) return undefined;
   const byKind = new Map(before.byKind);
-  const copied = new Map<string, Map<string, RawRecord>>();
-  const mapOf = (kind: string): Map<string, RawRecord> => {
+  const copied = new Map<string, LayeredMap<string, RawRecord>>();
+  const mapOf = (kind: string): LayeredMap<string, RawRecord> => {
     let map = copied.get(kind);
     if (map === undefined) {
-      copied.set(kind, (map = new Map(before.byKind.get(kind))));
+      // Layered over the map of before (layered-map.ts: a `Map`'s order), not a copy of 10,000.
+      copied.set(kind, (map = LayeredMap.next(before.byKind.get(kind) ?? new Map<string, RawRecord>())));
       byKind.set(kind, map);
     }
     return map;
@@ -103,6 +105,12 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     if (before.byKind.get(k[0])?.get(k[1]) !== record || gone.has(`${k[0]}/${k[1]}`)) return undefined;
     gone.add(`${k[0]}/${k[1]}`);
   }
+  // Keys replaced keep their place while they come in the order they went (a write of one record, a
+  // file edit of a few: the records between the same before and after); new keys go after every
+  // other record, so only at the end of the records and after the replaced ones.
+  const order = [...gone];
+  let replaced = 0;
+  let grown = false;
   const put = new Set<string>();
   for (const record of added) {
     const k = kindKey(record);
@@ -110,10 +118,12 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     const id = `${k[0]}/${k[1]}`;
     if (put.has(id)) return undefined;
     put.add(id);
-    // Replaced in its place (a write of one record), or new after every other record.
     if (gone.has(id)) {
-      if (removed.length !== 1 || added.length !== 1) return undefined;
-    } else if (tail > 0 || before.byKind.get(k[0])?.has(k[1]) === true) return undefined;
+      if (grown || order[replaced++] !== id) return undefined;
+    } else {
+      if (tail > 0 || before.byKind.get(k[0])?.has(k[1]) === true) return undefined;
+      grown = true;
+    }
     mapOf(k[0]).set(k[1], record);
   }
   for (const id of gone) {
@@ -122,7 +132,23 @@ function changedIndex(before: Indexed, records: readonly RawRecord[]): Map<strin
     mapOf(id.slice(0, slash)).delete(id.slice(slash + 1));
   }
   for (const [kind, map] of copied) if (map.size === 0) byKind.delete(kind);
-  return byKind;
+  // The keys that came and went (`kind/key`), for what counts them (quota.ts) to follow.
+  const keys = { added: [...put].filter((id) => !gone.has(id)), removed: [...gone].filter((id) => !put.has(id)) };
+  return { byKind, keys };
+}
+
+/** What `indexOf` changed of the index before to make one (held weakly), by `kind/key`. */
+export interface IndexChange {
+  readonly from: WeakRef<RecordIndex>;
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
+const indexChanges = new WeakMap<RecordIndex, IndexChange>();
+
+/** The keys `index` has and the index it was made from had not, and the other way, when it was made from it. */
+export function indexChange(index: RecordIndex): IndexChange | undefined {
+  return indexChanges.get(index);
 }
 
 export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
@@ -130,11 +156,12 @@ export function indexOf(snapshot: Snapshot, org: string): RecordIndex {
   if (known && known.index.org === org) return known.index;
   const records = snapshot.records;
   const changed = last !== undefined && last.index.org === org ? changedIndex(last, records) : undefined;
-  const { byKind, duplicates } = changed !== undefined ? { byKind: changed, duplicates: false } : fullIndex(records);
+  const { byKind, duplicates } = changed !== undefined ? { byKind: changed.byKind, duplicates: false } : fullIndex(records);
   const empty = new Map<string, RawRecord>();
   // The org record (only one is valid: the last, were there several).
   const orgRecord = [...byKind.get('org')?.values() ?? []].pop();
   const index: RecordIndex = { org, orgRecord, of: (kind) => byKind.get(kind) ?? empty };
+  if (changed !== undefined) indexChanges.set(index, { from: new WeakRef(last!.index), ...changed.keys });
   const made = { index, records, byKind, duplicates };
   indexes.set(snapshot, made);
   last = made;
