@@ -18,7 +18,9 @@
  */
 import type { Settings } from './model.js';
 import { gvcAlias } from './alias.js';
-import { buildCatalog, catalogAfter, recordKey as catalogKey, type BuiltCatalog, type Catalog } from './catalog.js';
+import { LayeredMap } from '../layered-map.js';
+import { replacedRun } from './runs.js';
+import { buildCatalog, catalogAfter, catalogChange, recordKey as catalogKey, type BuiltCatalog, type Catalog } from './catalog.js';
 import { PLATFORM_KINDS, READ_KINDS, isReadKind, recordLabel, type RawRecord, type ReadKind, type SourcedRecord } from './records.js';
 import { findingReporter, findingText, placeOf, type Finding } from './findings.js';
 import { str, type Check, type Report } from './schema.js';
@@ -189,8 +191,15 @@ function reusable(memo: ValidationMemo, catalog: Catalog, settings: Settings, co
     return undefined;
   }
   const changed = new Set<string>();
-  for (const [key, w] of catalog.workloads) if (before.workloads.get(key) !== w) changed.add(key);
-  for (const key of before.workloads.keys()) if (!catalog.workloads.has(key)) changed.add(key);
+  // Made from the index before (catalog.ts): it says which keys it changed, no walk of 10,000.
+  const change = catalogChange(catalog);
+  if (change !== undefined && change.from.deref() === before) {
+    for (const key of change.workloads.deleted) changed.add(key);
+    for (const key of change.workloads.put) if (before.workloads.get(key) !== catalog.workloads.get(key)) changed.add(key);
+  } else {
+    for (const [key, w] of catalog.workloads) if (before.workloads.get(key) !== w) changed.add(key);
+    for (const key of before.workloads.keys()) if (!catalog.workloads.has(key)) changed.add(key);
+  }
   if (changed.size === 0) return () => true;
   return (record) => {
     switch (record.kind) {
@@ -239,11 +248,16 @@ export function validate(
   const { catalog, duplicates } = built;
   const converting = convert !== undefined;
   const reuse = memo === undefined ? undefined : reusable(memo, catalog, settings, converting);
-  const found = memo === undefined ? undefined : new Map<SourcedRecord, RecordFindings>();
+  // What each record's checks found, layered over the memo's (layered-map.ts) when its findings are
+  // reused: only the records checked again are put, not 20,000 entries at every write.
+  const found = memo === undefined ? undefined : reuse === undefined ? new Map<SourcedRecord, RecordFindings>() : LayeredMap.next(memo.records);
+  // The records gone since (config/runs.ts) leave the memo with their findings (put back if they moved).
+  const gone = new Set(found instanceof LayeredMap && memo?.built !== undefined ? replacedRun(memo.built.records, records).removed : []);
+  for (const record of gone) found!.delete(record);
   for (const sourced of records) {
     const known = reuse?.(sourced.record) ? memo!.records.get(sourced) : undefined;
     const own = known ?? checkRecord(sourced, catalog, settings, converting);
-    found?.set(sourced, own);
+    if (known === undefined || (gone.size > 0 && gone.has(sourced))) found?.set(sourced, own);
     if (own === NOTHING) continue;
     for (const f of own.errors) errors.push(f);
     for (const f of own.warnings) warnings.push(f);
