@@ -41,7 +41,7 @@ import { INLINE } from './findings.js';
 import { baseHashes, compose, positionsOf, recomposed, reconcile, stamp, type Recomposed, type Stamped } from './overlay.js';
 import { BOOKKEEPING, recordKey, stableId, withoutBookkeeping, type RecordMeta } from './record-meta.js';
 import { MemoryRecordState, type OverlayEntry, type RecordState, type StateEntry } from './record-state.js';
-import { replacedRun } from './runs.js';
+import { keyedAfter } from './runs.js';
 import { LayeredMap } from '../layered-map.js';
 import { ConfigError, compileLocated, compileRecords, defaultSettings, toSourced, type LoadResult, type RecordInput } from './snapshot.js';
 
@@ -567,27 +567,11 @@ const FEW = 64;
 
 /**
  * `byKeyOf(snapshot)` made from `byKey`, the records by key of `records` (the snapshot before), when
- * the new records replace a few of those (config/runs.ts: a file edit of one record keeps the
- * others' objects, store.ts `unchangedKept`) and no key of theirs has several: layered over it
- * (layered-map.ts) rather than 20,000 records keyed again. In full otherwise.
+ * the new records replace a few of those (a file edit of one record keeps the others' objects,
+ * `unchangedKept`): config/runs.ts `keyedAfter`, rather than 20,000 records keyed again.
  */
 function byKeyAfter(byKey: ReadonlyMap<string, RawRecord>, records: readonly RawRecord[], snapshot: Snapshot): ReadonlyMap<string, RawRecord> {
-  const { removed, added } = replacedRun(records, snapshot.records);
-  if (removed.length + added.length > FEW) return byKeyOf(snapshot);
-  const next = LayeredMap.next(byKey);
-  for (const record of removed) {
-    const key = recordKey(record);
-    if (key === undefined) continue;
-    if (next.get(key) !== record) return byKeyOf(snapshot);
-    next.delete(key);
-  }
-  for (const record of added) {
-    const key = recordKey(record);
-    if (key === undefined) continue;
-    if (next.has(key)) return byKeyOf(snapshot);
-    next.set(key, record);
-  }
-  return next;
+  return keyedAfter(byKey, records, snapshot.records, recordKey, FEW) ?? byKeyOf(snapshot);
 }
 
 /** Every record in force by key (the first of a key: a later one is a duplicate validation refused). */

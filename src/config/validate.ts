@@ -252,7 +252,7 @@ export function validate(
   // reused: only the records checked again are put, not 20,000 entries at every write.
   const found = memo === undefined ? undefined : reuse === undefined ? new Map<SourcedRecord, RecordFindings>() : LayeredMap.next(memo.records);
   // The records gone since (config/runs.ts) leave the memo with their findings (put back if they moved).
-  const gone = new Set(found instanceof LayeredMap && memo?.built !== undefined ? replacedRun(memo.built.records, records).removed : []);
+  const gone = new Set(reuse !== undefined && memo!.built !== undefined ? replacedRun(memo!.built.records, records).removed : []);
   for (const record of gone) found!.delete(record);
   for (const sourced of records) {
     const known = reuse?.(sourced.record) ? memo!.records.get(sourced) : undefined;

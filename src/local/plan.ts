@@ -11,8 +11,7 @@
 import type { ContainerModel, LocationModel, Snapshot, WorkloadModel } from '../config/model.js';
 import { isIgnored } from '../config/compile-workload.js';
 import { workloadGvc, type RawRecord } from '../config/records.js';
-import { replacedRun } from '../config/runs.js';
-import { LayeredMap } from '../layered-map.js';
+import { keyedAfter } from '../config/runs.js';
 import { workloadVersion } from './env.js';
 import { notRunReason, runnableContainers } from './not-run.js';
 import { DEFAULT_ORG } from '../mesh/index.js';
@@ -78,28 +77,13 @@ function fullWorkloadIndex(records: Snapshot['records']): { index: Map<string, R
 }
 
 /**
- * The index of `records` from the last one made, when they replaced a few of its records (a write:
- * config/runs.ts) and no key has several: layered over it (layered-map.ts), not copied.
+ * The index of `records` from the last one made, when they replaced a few of its records (a write)
+ * and no key has several: config/runs.ts `keyedAfter`, not every record keyed again.
  */
 function changedWorkloadIndex(records: Snapshot['records']): ReadonlyMap<string, RawRecord> | undefined {
   const before = lastIndex;
   if (before === undefined || before.duplicates) return undefined;
-  const { removed, added } = replacedRun(before.records, records);
-  if (removed.length + added.length > FEW) return undefined;
-  const index = LayeredMap.next(before.index);
-  for (const r of removed) {
-    const key = workloadKeyOf(r);
-    if (key === undefined) continue;
-    if (index.get(key) !== r) return undefined;
-    index.delete(key);
-  }
-  for (const r of added) {
-    const key = workloadKeyOf(r);
-    if (key === undefined) continue;
-    if (index.has(key)) return undefined;
-    index.set(key, r);
-  }
-  return index;
+  return keyedAfter(before.index, before.records, records, workloadKeyOf, FEW);
 }
 
 /** The workload records of `records` by `gvc/name` (the first of each). */

@@ -64,6 +64,11 @@ export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, 
     if (env.sidecarOf === undefined || env.sidecarOf === key) sidecarChains.set(key, buildChain(factories.sidecar, ctx));
     else sidecarChains.delete(key);
   };
+  const drop = (key: string): void => {
+    ingressChains.delete(key);
+    sidecarChains.delete(key);
+    retryPolicies.delete(key);
+  };
   if (before === undefined) {
     for (const workload of snapshot.workloads.values()) put(workload);
   } else if (sameGvcs(before.snapshot, snapshot)) {
@@ -71,19 +76,10 @@ export function buildRouteTable(snapshot: Snapshot, factories: FilterFactories, 
     for (const key of changedWorkloads(before.snapshot, snapshot)) {
       const workload = snapshot.workloads.get(key);
       if (workload !== undefined) put(workload);
-      else {
-        ingressChains.delete(key);
-        sidecarChains.delete(key);
-        retryPolicies.delete(key);
-      }
+      else drop(key);
     }
   } else {
-    for (const key of before.snapshot.workloads.keys()) {
-      if (snapshot.workloads.has(key)) continue;
-      ingressChains.delete(key);
-      sidecarChains.delete(key);
-      retryPolicies.delete(key);
-    }
+    for (const key of before.snapshot.workloads.keys()) if (!snapshot.workloads.has(key)) drop(key);
     for (const workload of snapshot.workloads.values()) {
       if (before.snapshot.workloads.get(workload.key) === workload && before.snapshot.gvcs.get(workload.gvc) === snapshot.gvcs.get(workload.gvc)) continue;
       put(workload);

@@ -120,17 +120,16 @@ function countsAfter(snapshot: Snapshot, index: RecordIndex): Map<string, number
   const from = change?.from.deref();
   const before = from === undefined ? undefined : countedIndex.get(from);
   if (change === undefined || before === undefined) return undefined;
-  for (const g of snapshot.gvcs.keys()) if (!before.has(`workloads-per-gvc/${g}`)) return undefined;
-  if (before.size !== 4 + 2 * snapshot.gvcs.size) return undefined;
+  // The same GVCs: their per-GVC counts are there, and no others.
+  const org = orgCounts(snapshot, index);
+  for (const g of snapshot.gvcs.keys()) if (!before.has(`${PER_GVC[0][1]}/${g}`)) return undefined;
+  if (before.size !== org.length + PER_GVC.length * snapshot.gvcs.size) return undefined;
   const out = new Map(before);
-  out.set('agents', index.of('agent').size);
-  out.set('gvcs', snapshot.gvcs.size);
-  out.set('domains', index.of('domain').size);
-  out.set('cloudaccounts', index.of('cloudaccount').size);
+  for (const [name, n] of org) out.set(name, n);
   const follow = (ids: readonly string[], by: number): void => {
     for (const id of ids) {
       const kind = id.slice(0, id.indexOf('/'));
-      const name = kind === 'workload' ? 'workloads-per-gvc' : kind === 'identity' ? 'identities-per-gvc' : undefined;
+      const name = PER_GVC.find(([k]) => k === kind)?.[1];
       if (name === undefined) continue;
       const key = id.slice(kind.length + 1);
       const k = `${name}/${key.slice(0, key.indexOf('/'))}`;
@@ -143,14 +142,22 @@ function countsAfter(snapshot: Snapshot, index: RecordIndex): Map<string, number
   return out;
 }
 
-function countsOf(snapshot: Snapshot, index: RecordIndex): Map<string, number> {
-  const out = new Map<string, number>([
+/** The org's counted quotas: how many records of a kind (GVCs: how many the snapshot has). */
+function orgCounts(snapshot: Snapshot, index: RecordIndex): [string, number][] {
+  return [
     ['agents', index.of('agent').size],
     ['gvcs', snapshot.gvcs.size],
     ['domains', index.of('domain').size],
     ['cloudaccounts', index.of('cloudaccount').size],
-  ]);
-  for (const [kind, name] of [['workload', 'workloads-per-gvc'], ['identity', 'identities-per-gvc']] as const) {
+  ];
+}
+
+/** The per-GVC counted quotas: the kind counted, the quota's name. */
+const PER_GVC = [['workload', 'workloads-per-gvc'], ['identity', 'identities-per-gvc']] as const;
+
+function countsOf(snapshot: Snapshot, index: RecordIndex): Map<string, number> {
+  const out = new Map<string, number>(orgCounts(snapshot, index));
+  for (const [kind, name] of PER_GVC) {
     for (const g of snapshot.gvcs.keys()) out.set(`${name}/${g}`, 0);
     for (const key of index.of(kind).keys()) {
       const k = `${name}/${key.slice(0, key.indexOf('/'))}`;

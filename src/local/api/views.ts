@@ -79,7 +79,8 @@ export function fullIndex(records: readonly RawRecord[]): { byKind: Map<string, 
 /**
  * The index of `records` made from `before`'s (the records of an earlier snapshot), when they differ
  * in a few records (a write: one record replaced in its place, removed, or added after the others; a
- * file edit: a few replaced in their places) whose keys are each one record's: the maps of their kinds copied and changed, the others shared.
+ * file edit: a few replaced in their places) whose keys are each one record's: the maps of their
+ * kinds layered over those before and changed, the others shared.
  * Undefined otherwise (an index in full then: a full build's order, first record of a key winning).
  */
 function changedIndex(before: Indexed, records: readonly RawRecord[]): { byKind: Map<string, ReadonlyMap<string, RawRecord>>; keys: { added: string[]; removed: string[] } } | undefined {
